@@ -1,0 +1,1 @@
+//! RocketMQ remoting protocol: frames, codes, headers, bodies, stored-message format.
