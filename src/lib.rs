@@ -1,1 +1,2 @@
+//! ringmq: a thread-per-core broker speaking Apache RocketMQ's remoting protocol.
 pub mod protocol;

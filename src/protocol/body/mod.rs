@@ -1,0 +1,1 @@
+//! JSON bodies (to be written)
