@@ -90,3 +90,71 @@ fn java_batch_body_decodes() {
         "UNIQ_KEY\u{1}K2\u{2}WAIT\u{1}true\u{2}"
     );
 }
+
+/// Writes frames of ours for `java/Decode.java` (the Java decoder's check of our encoder; see
+/// `tests/vectors/java/README.md`) and checks them with our own decoder meanwhile.
+#[test]
+fn frames_for_the_java_decoder() {
+    use ringmq::protocol::codes::{request, response};
+    use ringmq::protocol::command::{RemotingCommand, SerializeType};
+    use ringmq::protocol::header::*;
+
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("java-interop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut frames = Vec::new();
+    let mut req = RemotingCommand::request(request::SEND_MESSAGE_V2);
+    req.opaque = 7;
+    for st in [SerializeType::Json, SerializeType::RocketMq] {
+        req.serialize_type = st;
+        let send = SendMessageResponseHeader {
+            msg_id: "7F00000100002A9F0000000000000000".into(),
+            queue_id: 3,
+            queue_offset: 42,
+            transaction_id: Some("C0A80002123400000000000000000001".into()),
+            msg_region: Some("DefaultRegion".into()),
+            trace_on: Some("true".into()),
+            ..Default::default()
+        };
+        let pull = PullMessageResponseHeader {
+            next_begin_offset: 5,
+            max_offset: 5,
+            topic_sys_flag: Some(0),
+            group_sys_flag: Some(0),
+            ..Default::default()
+        };
+        let remark = "the custom field <topic> is null \u{1}\u{2} é中\"\\\n";
+        frames.push((
+            format!("send_response_{st:?}"),
+            RemotingCommand::response_to(&req, response::SUCCESS, None).with_header(&send),
+        ));
+        frames.push((
+            format!("pull_response_{st:?}"),
+            RemotingCommand::response_to(
+                &req,
+                response::PULL_NOT_FOUND,
+                Some("OFFSET_OVERFLOW_ONE".into()),
+            )
+            .with_header(&pull)
+            .with_body(&b"body"[..]),
+        ));
+        frames.push((
+            format!("error_response_{st:?}"),
+            RemotingCommand::response_to(&req, response::SYSTEM_ERROR, Some(remark.into())),
+        ));
+    }
+    let notify = ConsumerGroupRequestHeader {
+        consumer_group: "g".into(),
+    };
+    frames.push((
+        "notify_oneway".into(),
+        RemotingCommand::request(request::NOTIFY_CONSUMER_IDS_CHANGED)
+            .oneway()
+            .with_header(&notify),
+    ));
+    for (name, cmd) in frames {
+        let mut out = BytesMut::new();
+        encode_frame(&cmd, &mut out);
+        assert_eq!(decode_frame(&out).unwrap().unwrap().0, cmd, "{name}");
+        std::fs::write(dir.join(format!("{name}.bin")), &out[..]).unwrap();
+    }
+}
