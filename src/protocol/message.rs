@@ -11,8 +11,9 @@ use record::{Message, RecordError, RecordView, StoreFields};
 pub use ringmq_shards::record;
 
 /// Default limit on one message body: RocketMQ's `maxMessageSize` (4 MiB), which producers
-/// also enforce. A broker may configure another via [`MessageLimits`].
-pub const MESSAGE_BODY_BYTES_MAX_DEFAULT: usize = 4 << 20;
+/// also enforce. A broker may configure a lower one via [`MessageLimits`]; the store's record
+/// format caps it at `record::BODY_BYTES_MAX`.
+pub const MESSAGE_BODY_BYTES_MAX_DEFAULT: usize = record::BODY_BYTES_MAX;
 
 /// Limits applied to messages a client sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
