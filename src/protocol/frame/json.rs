@@ -19,7 +19,7 @@ use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, Seriali
 /// with the field's name.
 pub(super) fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, FrameError> {
     let first = header.iter().find(|b| !b.is_ascii_whitespace());
-    if first != Some(&b'{') && first.is_some() {
+    if first.is_some_and(|b| *b != b'{') {
         return Err(FrameError::JsonNotObject);
     }
     let mut de = serde_json::Deserializer::from_slice(header);
@@ -100,16 +100,16 @@ impl<'de> Visitor<'de> for HeaderVisitor {
             remark: Scalar::Null,
             ext_fields: Scalar::Null,
         };
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let slot = match &*key {
-                "code" => &mut fields.code,
-                "language" => &mut fields.language,
-                "version" => &mut fields.version,
-                "opaque" => &mut fields.opaque,
-                "flag" => &mut fields.flag,
-                "remark" => &mut fields.remark,
-                "extFields" => &mut fields.ext_fields,
-                _ => {
+        while let Some(key) = map.next_key::<Key>()? {
+            let slot = match key {
+                Key::Code => &mut fields.code,
+                Key::Language => &mut fields.language,
+                Key::Version => &mut fields.version,
+                Key::Opaque => &mut fields.opaque,
+                Key::Flag => &mut fields.flag,
+                Key::Remark => &mut fields.remark,
+                Key::ExtFields => &mut fields.ext_fields,
+                Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                     continue;
                 }
@@ -117,6 +117,46 @@ impl<'de> Visitor<'de> for HeaderVisitor {
             *slot = map.next_value()?;
         }
         Ok(fields)
+    }
+}
+
+/// A header key, matched without allocating.
+enum Key {
+    Code,
+    Language,
+    Version,
+    Opaque,
+    Flag,
+    Remark,
+    ExtFields,
+    Other,
+}
+
+impl<'de> de::Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl Visitor<'_> for KeyVisitor {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a header key")
+    }
+    fn visit_str<E>(self, key: &str) -> Result<Key, E> {
+        Ok(match key {
+            "code" => Key::Code,
+            "language" => Key::Language,
+            "version" => Key::Version,
+            "opaque" => Key::Opaque,
+            "flag" => Key::Flag,
+            "remark" => Key::Remark,
+            "extFields" => Key::ExtFields,
+            _ => Key::Other,
+        })
     }
 }
 
