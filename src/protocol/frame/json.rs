@@ -246,8 +246,7 @@ impl<'de> Visitor<'de> for ScalarVisitor {
 
 /// Writes the header as fastjson does: alphabetical keys, `extFields` and `remark` only when
 /// present. extFields keys are sorted too (Java writes HashMap order, which no reader relies
-/// on), so output is deterministic. Strings are escaped by serde_json, which writes control
-/// characters as `\u00XX` (or `\n`-style) exactly like fastjson.
+/// on), so output is deterministic. Strings are escaped as fastjson escapes them.
 pub(super) fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
     write_header(cmd, &mut out.writer()).expect("writing into a BytesMut cannot fail");
 }
@@ -262,9 +261,9 @@ fn write_header(cmd: &RemotingCommand, w: &mut impl Write) -> std::io::Result<()
             if i > 0 {
                 w.write_all(b",")?;
             }
-            serde_json::to_writer(&mut *w, key)?;
+            write_string(w, key)?;
             w.write_all(b":")?;
-            serde_json::to_writer(&mut *w, value)?;
+            write_string(w, value)?;
         }
         w.write_all(b"}")?;
     }
@@ -277,11 +276,42 @@ fn write_header(cmd: &RemotingCommand, w: &mut impl Write) -> std::io::Result<()
     )?;
     if let Some(remark) = &cmd.remark {
         w.write_all(b",\"remark\":")?;
-        serde_json::to_writer(&mut *w, remark)?;
+        write_string(w, remark)?;
     }
     write!(
         w,
         ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}",
         cmd.version
     )
+}
+
+/// A JSON string literal as fastjson 1.2 writes it: `"` and `\\` escaped, `\b \t \n \f \r`
+/// short, other control characters, DEL, U+2028 and U+2029 as `\uXXXX` with upper-case hex,
+/// everything else raw UTF-8. (serde_json would write lower-case hex and leave DEL, U+2028 and
+/// U+2029 raw: equivalent JSON, but not the bytes a Java peer writes.)
+fn write_string(w: &mut impl Write, text: &str) -> std::io::Result<()> {
+    w.write_all(b"\"")?;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        // Some(short form), or None for a `\uXXXX` escape.
+        let short = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '\u{8}' => Some("\\b"),
+            '\t' => Some("\\t"),
+            '\n' => Some("\\n"),
+            '\u{c}' => Some("\\f"),
+            '\r' => Some("\\r"),
+            c if c < ' ' || c == '\u{7f}' || c == '\u{2028}' || c == '\u{2029}' => None,
+            _ => continue,
+        };
+        w.write_all(text[start..i].as_bytes())?;
+        match short {
+            Some(escape) => w.write_all(escape.as_bytes())?,
+            None => write!(w, "\\u{:04X}", c as u32)?,
+        }
+        start = i + c.len_utf8();
+    }
+    w.write_all(text[start..].as_bytes())?;
+    w.write_all(b"\"")
 }
