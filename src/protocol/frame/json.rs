@@ -305,13 +305,13 @@ fn write_string(w: &mut impl Write, text: &str) -> std::io::Result<()> {
             c if c < ' ' || c == '\u{7f}' || c == '\u{2028}' || c == '\u{2029}' => None,
             _ => continue,
         };
-        w.write_all(text[start..i].as_bytes())?;
+        w.write_all(&text.as_bytes()[start..i])?;
         match short {
             Some(escape) => w.write_all(escape.as_bytes())?,
             None => write!(w, "\\u{:04X}", c as u32)?,
         }
         start = i + c.len_utf8();
     }
-    w.write_all(text[start..].as_bytes())?;
+    w.write_all(&text.as_bytes()[start..])?;
     w.write_all(b"\"")
 }
