@@ -2,7 +2,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "ringmq", version, about = "A thread-per-core broker speaking Apache RocketMQ's remoting protocol")]
+#[command(
+    name = "ringmq",
+    version,
+    about = "A thread-per-core broker speaking Apache RocketMQ's remoting protocol"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
