@@ -1,2 +1,4 @@
 //! ringmq: a thread-per-core broker speaking Apache RocketMQ's remoting protocol.
+pub mod namesrv;
 pub mod protocol;
+pub mod server;
