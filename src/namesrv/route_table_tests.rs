@@ -40,6 +40,15 @@ fn registration(
     }
 }
 
+/// broker-a's master at a:1 with topics T1 and T2 (a full registration: two topics).
+fn master_a() -> BrokerRegistration {
+    registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)])
+}
+
+fn ok(table: &mut RouteTable, reg: BrokerRegistration, now_ms: u64) -> RegisterOutcome {
+    table.register(reg, now_ms).expect("registration accepted")
+}
+
 fn key(addr: &str) -> BrokerAddrKey {
     BrokerAddrKey {
         cluster_name: CLUSTER.into(),
@@ -59,18 +68,17 @@ fn write_queues(table: &RouteTable, topic: &str, broker: &str) -> Option<i32> {
 #[test]
 fn master_registration_creates_routes_and_cluster_entries() {
     let mut table = RouteTable::new();
-    table
-        .register(
-            registration(
-                "broker-a",
-                0,
-                "10.0.0.1:10911",
-                version(1),
-                &[("T1", 4), ("TBW102", 8)],
-            ),
+    ok(
+        &mut table,
+        registration(
+            "broker-a",
             0,
-        )
-        .unwrap();
+            "10.0.0.1:10911",
+            version(1),
+            &[("T1", 4), ("TBW102", 8)],
+        ),
+        0,
+    );
     let route = table.route("T1").unwrap();
     assert_eq!(route.broker_datas.len(), 1);
     assert_eq!(route.broker_datas[0].master_addr(), Some("10.0.0.1:10911"));
@@ -85,28 +93,25 @@ fn master_registration_creates_routes_and_cluster_entries() {
 #[test]
 fn topic_changes_apply_only_when_the_data_version_changes_or_the_topic_is_new() {
     let mut table = RouteTable::new();
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T0", 4), ("T1", 4)]),
-            0,
-        )
-        .unwrap();
+    ok(
+        &mut table,
+        registration("broker-a", 0, "a:1", version(1), &[("T0", 4), ("T1", 4)]),
+        0,
+    );
     // Same DataVersion: the changed queue count of a known topic is ignored, a new topic is not.
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T1", 8), ("T2", 2)]),
-            1,
-        )
-        .unwrap();
+    ok(
+        &mut table,
+        registration("broker-a", 0, "a:1", version(1), &[("T1", 8), ("T2", 2)]),
+        1,
+    );
     assert_eq!(write_queues(&table, "T1", "broker-a"), Some(4));
     assert_eq!(write_queues(&table, "T2", "broker-a"), Some(2));
     // Bumped DataVersion: applied.
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(2), &[("T1", 8), ("T2", 2)]),
-            2,
-        )
-        .unwrap();
+    ok(
+        &mut table,
+        registration("broker-a", 0, "a:1", version(2), &[("T1", 8), ("T2", 2)]),
+        2,
+    );
     assert_eq!(write_queues(&table, "T1", "broker-a"), Some(8));
 }
 
@@ -119,18 +124,12 @@ fn incremental_registration_keeps_topics_missing_from_the_body() {
         0,
     );
     assert_eq!(early, Err(RouteTableError::NotYetRegistered));
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]),
-            0,
-        )
-        .unwrap();
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(2), &[("T3", 1)]),
-            1,
-        )
-        .unwrap();
+    ok(&mut table, master_a(), 0);
+    ok(
+        &mut table,
+        registration("broker-a", 0, "a:1", version(2), &[("T3", 1)]),
+        1,
+    );
     assert_eq!(table.topics().topic_list, vec!["T1", "T2", "T3"]);
 }
 
@@ -139,18 +138,10 @@ fn slaves_do_not_change_topics_and_learn_their_master() {
     let mut table = RouteTable::new();
     let mut slave = registration("broker-a", 1, "a:2", version(1), &[("T1", 4), ("T9", 4)]);
     slave.enable_acting_master = None; // a 4.x slave: never the prime slave
-    assert_eq!(
-        table.register(slave.clone(), 0).unwrap(),
-        RegisterOutcome::default()
-    );
+    assert_eq!(ok(&mut table, slave.clone(), 0), RegisterOutcome::default());
     assert!(table.route("T9").is_none());
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]),
-            0,
-        )
-        .unwrap();
-    let outcome = table.register(slave, 1).unwrap();
+    ok(&mut table, master_a(), 0);
+    let outcome = ok(&mut table, slave, 1);
     assert_eq!(outcome.master_addr.as_deref(), Some("a:1"));
     assert_eq!(outcome.ha_server_addr.as_deref(), Some("a:1-ha"));
     assert!(table.route("T9").is_none());
@@ -167,25 +158,23 @@ fn a_prime_slave_of_an_acting_master_group_registers_read_only_queues() {
     let mut table = RouteTable::new();
     let mut slave = registration("broker-a", 1, "a:2", version(1), &[("T1", 4), ("T2", 4)]);
     slave.enable_acting_master = Some(true);
-    table.register(slave, 0).unwrap();
+    ok(&mut table, slave, 0);
     assert_eq!(table.route("T1").unwrap().queue_datas[0].perm, PERM_READ);
 }
 
 #[test]
 fn a_slave_promoted_to_master_keeps_one_id_per_address() {
     let mut table = RouteTable::new();
-    table
-        .register(
-            registration("broker-a", 1, "a:2", version(1), &[("T1", 4), ("T2", 4)]),
-            0,
-        )
-        .unwrap();
-    table
-        .register(
-            registration("broker-a", 0, "a:2", version(2), &[("T1", 4), ("T2", 4)]),
-            1,
-        )
-        .unwrap();
+    ok(
+        &mut table,
+        registration("broker-a", 1, "a:2", version(1), &[("T1", 4), ("T2", 4)]),
+        0,
+    );
+    ok(
+        &mut table,
+        registration("broker-a", 0, "a:2", version(2), &[("T1", 4), ("T2", 4)]),
+        1,
+    );
     let addrs = &table.cluster_info().broker_addr_table["broker-a"].broker_addrs;
     assert_eq!(addrs.len(), 1);
     assert_eq!(addrs[&0], "a:2");
@@ -194,11 +183,11 @@ fn a_slave_promoted_to_master_keeps_one_id_per_address() {
 #[test]
 fn a_registration_with_an_older_state_version_than_the_current_holder_is_ignored() {
     let mut table = RouteTable::new();
-    let mut current = registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]);
+    let mut current = master_a();
     current.topics.data_version.state_version = 5;
-    table.register(current, 0).unwrap();
+    ok(&mut table, current, 0);
     let stale = registration("broker-a", 0, "a:9", version(7), &[("T1", 16), ("T2", 4)]);
-    table.register(stale, 1).unwrap();
+    ok(&mut table, stale, 1);
     assert_eq!(
         table.cluster_info().broker_addr_table["broker-a"].master_addr(),
         Some("a:1")
@@ -210,15 +199,10 @@ fn a_registration_with_an_older_state_version_than_the_current_holder_is_ignored
 #[test]
 fn silent_brokers_expire_after_their_timeout() {
     let mut table = RouteTable::new();
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]),
-            1_000,
-        )
-        .unwrap();
+    ok(&mut table, master_a(), 1_000);
     let mut short = registration("broker-b", 0, "b:1", version(1), &[("T1", 4), ("T2", 4)]);
     short.heartbeat_timeout_ms = Some(10_000);
-    table.register(short, 1_000).unwrap();
+    ok(&mut table, short, 1_000);
     assert_eq!(table.next_deadline_ms(), Some(11_000));
     assert!(
         table.expire(11_000).is_empty(),
@@ -238,9 +222,9 @@ fn silent_brokers_expire_after_their_timeout() {
 #[test]
 fn a_closed_connection_removes_the_brokers_registered_on_it() {
     let mut table = RouteTable::new();
-    let reg = registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]);
+    let reg = master_a();
     let connection = reg.connection.unwrap();
-    table.register(reg, 0).unwrap();
+    ok(&mut table, reg, 0);
     assert!(table.connection_closed(ConnectionId(999)).is_empty());
     assert_eq!(table.connection_closed(connection), vec![key("a:1")]);
     assert!(table.route("T1").is_none());
@@ -249,18 +233,12 @@ fn a_closed_connection_removes_the_brokers_registered_on_it() {
 #[test]
 fn unregistering_one_of_two_brokers_keeps_the_others_queues() {
     let mut table = RouteTable::new();
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]),
-            0,
-        )
-        .unwrap();
-    table
-        .register(
-            registration("broker-b", 0, "b:1", version(1), &[("T1", 4), ("T3", 4)]),
-            0,
-        )
-        .unwrap();
+    ok(&mut table, master_a(), 0);
+    ok(
+        &mut table,
+        registration("broker-b", 0, "b:1", version(1), &[("T1", 4), ("T3", 4)]),
+        0,
+    );
     table.unregister(&key("a:1"), "broker-a");
     let route = table.route("T1").unwrap();
     assert_eq!(route.queue_datas.len(), 1);
@@ -275,15 +253,10 @@ fn unregistering_one_of_two_brokers_keeps_the_others_queues() {
 #[test]
 fn delete_topic_everywhere_or_per_cluster() {
     let mut table = RouteTable::new();
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]),
-            0,
-        )
-        .unwrap();
+    ok(&mut table, master_a(), 0);
     let mut other = registration("broker-x", 0, "x:1", version(1), &[("T1", 4), ("T2", 4)]);
     other.cluster_name = "Other".into();
-    table.register(other, 0).unwrap();
+    ok(&mut table, other, 0);
     table.delete_topic("T1", Some(CLUSTER));
     assert_eq!(
         table.route("T1").unwrap().queue_datas[0].broker_name,
@@ -299,12 +272,7 @@ fn delete_topic_everywhere_or_per_cluster() {
 #[test]
 fn write_perm_is_wiped_and_restored_per_broker() {
     let mut table = RouteTable::new();
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]),
-            0,
-        )
-        .unwrap();
+    ok(&mut table, master_a(), 0);
     assert_eq!(table.set_write_perm("broker-a", WritePerm::Wipe), 2);
     assert_eq!(table.route("T1").unwrap().queue_datas[0].perm, PERM_READ);
     assert_eq!(table.set_write_perm("broker-a", WritePerm::Add), 2);
@@ -318,12 +286,7 @@ fn write_perm_is_wiped_and_restored_per_broker() {
 #[test]
 fn system_topics_are_cluster_and_broker_names() {
     let mut table = RouteTable::new();
-    table
-        .register(
-            registration("broker-a", 0, "a:1", version(1), &[("T1", 4), ("T2", 4)]),
-            0,
-        )
-        .unwrap();
+    ok(&mut table, master_a(), 0);
     let list = table.system_topics();
     assert_eq!(list.topic_list, vec![CLUSTER, "broker-a"]);
     assert_eq!(list.broker_addr.as_deref(), Some("a:1"));
@@ -334,14 +297,18 @@ fn the_table_refuses_brokers_beyond_its_bound() {
     let mut table = RouteTable::new();
     for i in 0..LIVE_BROKERS_MAX {
         let addr = format!("10.0.{}.{}:10911", i / 256, i % 256);
-        table
-            .register(registration(&format!("b{i}"), 0, &addr, version(1), &[]), 0)
-            .unwrap();
+        ok(
+            &mut table,
+            registration(&format!("b{i}"), 0, &addr, version(1), &[]),
+            0,
+        );
     }
     let over = table.register(registration("late", 0, "late:1", version(1), &[]), 0);
     assert_eq!(over, Err(RouteTableError::TooManyBrokers));
     // Re-registering a known broker still works at the bound.
-    table
-        .register(registration("b0", 0, "10.0.0.0:10911", version(2), &[]), 1)
-        .unwrap();
+    ok(
+        &mut table,
+        registration("b0", 0, "10.0.0.0:10911", version(2), &[]),
+        1,
+    );
 }
