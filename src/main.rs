@@ -1,5 +1,10 @@
 //! The `ringmq` binary: one executable, one clap subcommand per role.
 use clap::{Parser, Subcommand};
+use ringmq::admin::{self, AdminCommand};
+use ringmq::namesrv::route_table::BROKER_EXPIRY_MS_DEFAULT;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -15,14 +20,55 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a NameServer.
-    Namesrv,
+    Namesrv {
+        /// Address to listen on; port 0 picks a free port (the bound address is printed).
+        #[arg(long, default_value = "0.0.0.0:9876")]
+        listen: SocketAddr,
+        /// Seconds without a registration after which a broker is dropped.
+        #[arg(long, default_value_t = BROKER_EXPIRY_MS_DEFAULT / 1000)]
+        expire_secs: u64,
+    },
+    /// mqadmin-like commands against a NameServer (ours or Apache RocketMQ's).
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
 }
 
-fn main() {
-    match Cli::parse().command {
-        Command::Namesrv => {
-            eprintln!("ringmq namesrv: not built yet");
-            std::process::exit(2);
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match Cli::parse().command {
+        Command::Namesrv {
+            listen,
+            expire_secs,
+        } => run_namesrv(listen, Duration::from_secs(expire_secs)),
+        Command::Admin { command } => admin::run(&command)
+            .map(|output| print!("{output}"))
+            .map_err(|e| e.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("ringmq: {err}");
+            ExitCode::FAILURE
         }
+    }
+}
+
+fn run_namesrv(listen: SocketAddr, broker_timeout: Duration) -> Result<(), String> {
+    let served = ringmq::client::block_on(ringmq::namesrv::run(listen, broker_timeout, |bound| {
+        // On stdout, so scripts and tests that asked for port 0 learn the port.
+        println!("ringmq namesrv listening on {bound}");
+        tracing::info!(%bound, ?broker_timeout, "NameServer started");
+    }));
+    match served {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) | Err(err) => Err(format!("namesrv: {err}")),
     }
 }

@@ -1,4 +1,56 @@
-//! The NameServer: brokers register here, clients ask it where topics live.
+//! The NameServer: brokers register here, clients ask it where topics live. Runs on one glommio
+//! executor; all state is owned by it.
 
 pub mod kv_config;
+pub mod processor;
 pub mod route_table;
+
+use crate::server;
+use glommio::net::TcpListener;
+use glommio::timer::Timer;
+use processor::NameServer;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How often, at the longest, silent brokers are looked for (Java scans every 5 s). The scan
+/// wakes earlier when a broker's deadline comes sooner.
+pub const EXPIRY_SCAN_PERIOD_MAX: Duration = Duration::from_secs(5);
+
+/// Binds `listen` and serves until the process ends. `on_bound` learns the actual address
+/// (useful with port 0).
+pub async fn run(
+    listen: SocketAddr,
+    broker_timeout: Duration,
+    on_bound: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let listener =
+        TcpListener::bind(listen).map_err(|err| std::io::Error::other(err.to_string()))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|err| std::io::Error::other(err.to_string()))?;
+    on_bound(bound);
+    let timeout_ms = u64::try_from(broker_timeout.as_millis()).unwrap_or(u64::MAX);
+    let nameserver = Rc::new(NameServer::new(timeout_ms));
+    glommio::spawn_local(expire_brokers(nameserver.clone())).detach();
+    server::serve(listener, nameserver).await;
+    Ok(())
+}
+
+/// Drops brokers that stopped registering, waking at the earliest deadline (or after
+/// [`EXPIRY_SCAN_PERIOD_MAX`], so a broker that registers while this sleeps is not missed).
+async fn expire_brokers(nameserver: Rc<NameServer>) {
+    loop {
+        let now_ms = nameserver.now_ms();
+        let next = nameserver.routes().borrow().next_deadline_ms();
+        // Expiry is strictly after the deadline, hence the extra millisecond.
+        let wait = next.map_or(EXPIRY_SCAN_PERIOD_MAX, |deadline| {
+            Duration::from_millis(deadline.saturating_sub(now_ms) + 1)
+        });
+        Timer::new(wait.min(EXPIRY_SCAN_PERIOD_MAX)).await;
+        let expired = nameserver.routes().borrow_mut().expire(nameserver.now_ms());
+        for key in expired {
+            tracing::info!(cluster = %key.cluster_name, addr = %key.broker_addr, "broker expired, removed");
+        }
+    }
+}

@@ -7,7 +7,7 @@
 
 use crate::protocol::body::{
     BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicConfigSerializeWrapper,
-    TopicList, TopicRouteData,
+    TopicList, TopicRouteData, MASTER_ID, PERM_READ, PERM_WRITE,
 };
 use crate::server::ConnectionId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -22,13 +22,6 @@ pub const LIVE_BROKERS_MAX: usize = 4096;
 
 /// Topics the table will hold. Large RocketMQ clusters carry on the order of 100k topics.
 pub const TOPICS_MAX: usize = 1 << 20;
-
-/// PermName bits (REMOTING.md §10.1).
-pub const PERM_WRITE: i32 = 2;
-pub const PERM_READ: i32 = 4;
-
-/// The master's broker id.
-const MASTER_ID: i64 = 0;
 
 /// One REGISTER_BROKER request, header and body together.
 #[derive(Debug, Clone, Default)]
@@ -100,17 +93,37 @@ pub enum WritePerm {
 }
 
 /// The routing table. See the module doc.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RouteTable {
     topic_queues: BTreeMap<String, BTreeMap<String, QueueData>>,
     brokers: BTreeMap<String, BrokerData>,
     clusters: BTreeMap<String, BTreeSet<String>>,
     live: HashMap<BrokerAddrKey, BrokerLive>,
+    /// Expiry for brokers that do not send their own `heartbeatTimeoutMillis`.
+    broker_timeout_ms: u64,
+}
+
+impl Default for RouteTable {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl RouteTable {
+    /// A table expiring silent brokers after RocketMQ's default 120 s.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_broker_timeout_ms(BROKER_EXPIRY_MS_DEFAULT)
+    }
+
+    /// A table expiring silent brokers after `broker_timeout_ms` unless they say otherwise.
+    pub fn with_broker_timeout_ms(broker_timeout_ms: u64) -> Self {
+        Self {
+            topic_queues: BTreeMap::new(),
+            brokers: BTreeMap::new(),
+            clusters: BTreeMap::new(),
+            live: HashMap::new(),
+            broker_timeout_ms,
+        }
     }
 
     /// REGISTER_BROKER, with RocketMQ's semantics (REMOTING.md §4.8).
@@ -218,7 +231,7 @@ impl RouteTable {
             key,
             BrokerLive {
                 last_update_ms: now_ms,
-                timeout_ms: reg.heartbeat_timeout_ms.unwrap_or(BROKER_EXPIRY_MS_DEFAULT),
+                timeout_ms: reg.heartbeat_timeout_ms.unwrap_or(self.broker_timeout_ms),
                 data_version: reg.topics.data_version,
                 connection: reg.connection,
                 ha_server_addr: reg.ha_server_addr,

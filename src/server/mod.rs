@@ -1,5 +1,82 @@
-//! The remoting server loop shared by the NameServer and (later) the broker.
+//! The remoting server loop shared by the NameServer and (later) the broker: accept, then run
+//! each connection with [`connection::Connection`], handing requests to a [`RequestHandler`].
 
-/// Identifies one accepted connection for the life of the process.
+pub mod connection;
+
+use crate::protocol::codes::response;
+use crate::protocol::command::RemotingCommand;
+use crate::protocol::fastjson::FastjsonError;
+use crate::protocol::header::HeaderError;
+use connection::Connection;
+use glommio::net::TcpListener;
+use glommio::sync::Semaphore;
+use std::future::Future;
+use std::rc::Rc;
+
+/// Connections served at once. Every RocketMQ client process keeps one connection per
+/// NameServer and per broker, so this is roughly the number of client processes; past it the
+/// server stops accepting until one closes (and the file-descriptor limit is not hit first).
+pub const CONNECTIONS_MAX: usize = 16_384;
+
+/// Identifies one connection for the life of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ConnectionId(pub u64);
+
+/// Why a request could not be served; it is answered with SYSTEM_ERROR and this text as the
+/// remark (as Java does when a processor throws), and the connection stays open.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+    #[error("malformed body: {0}")]
+    Body(#[from] FastjsonError),
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// What a server (or a client, for requests its peer sends it) does with a request.
+pub trait RequestHandler: 'static {
+    /// Produces the response to `request`, built with `RemotingCommand::response_to`. It may
+    /// take as long as it likes (long polling); other requests are served meanwhile. For a
+    /// oneway request the response is dropped.
+    fn handle(
+        &self,
+        connection: &Rc<Connection>,
+        request: &RemotingCommand,
+    ) -> impl Future<Output = Result<RemotingCommand, RequestError>>;
+
+    /// The connection is gone (closed by either side, or dropped after a bad frame).
+    fn connection_closed(&self, _connection: ConnectionId) {}
+}
+
+/// Accepts connections on `listener` until accepting fails, serving each with `handler`.
+/// Runs on the current glommio executor.
+pub async fn serve<H: RequestHandler>(listener: TcpListener, handler: Rc<H>) {
+    let slots = Rc::new(Semaphore::new(CONNECTIONS_MAX as u64));
+    loop {
+        let Ok(slot) = slots.acquire_static_permit(1).await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok(stream) => stream,
+            Err(err) => {
+                // Transient (a peer reset before accept, a descriptor limit): keep serving.
+                tracing::warn!(%err, "accept failed");
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        match Connection::start_holding(stream, handler.clone(), Some(slot)) {
+            Ok(connection) => {
+                tracing::debug!(peer = %connection.peer_addr(), id = connection.id().0, "connection accepted")
+            }
+            Err(err) => tracing::warn!(%err, "could not start a connection"),
+        }
+    }
+}
+
+/// The answer to a request code nobody serves, worded as Java words it (leading space included).
+pub fn not_supported(request: &RemotingCommand) -> RemotingCommand {
+    let remark = format!(" request type {} not supported", request.code);
+    RemotingCommand::response_to(request, response::REQUEST_CODE_NOT_SUPPORTED, Some(remark))
+}

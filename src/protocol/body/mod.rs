@@ -13,7 +13,10 @@ pub use lists::{KvTable, TopicList};
 pub use register::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
 };
-pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
+pub use route::{
+    BrokerData, ClusterInfo, QueueData, TopicRouteData, MASTER_ID, PERM_INHERIT, PERM_READ,
+    PERM_WRITE,
+};
 
 use crate::protocol::fastjson::{self, FastjsonError, JsonStyle};
 use serde::de::DeserializeOwned;

@@ -9,6 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The broker id of a master; clients send only to `brokerAddrs[0]`.
 pub const MASTER_ID: i64 = 0;
 
+/// `PermName` bits of a queue's `perm` (REMOTING.md §10.1).
+pub const PERM_READ: i32 = 4;
+pub const PERM_WRITE: i32 = 2;
+/// The topic may serve as an auto-create template (`TBW102`).
+pub const PERM_INHERIT: i32 = 1;
+
 /// One broker's share of a topic.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
