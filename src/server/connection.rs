@@ -26,8 +26,8 @@ use glommio::sync::{Semaphore, StaticPermit};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
-use std::net::{Shutdown, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Poll, Waker};
@@ -90,6 +90,8 @@ pub struct Connection {
     pending: RefCell<HashMap<i32, LocalSender<RemotingCommand>>>,
     opaque_next: Cell<i32>,
     closed: Cell<bool>,
+    /// The writer's descriptor; open until the writer task ends, which is after `closed` is set.
+    write_fd: RawFd,
 }
 
 static CONNECTION_ID_NEXT: AtomicU64 = AtomicU64::new(1);
@@ -125,6 +127,7 @@ impl Connection {
             pending: RefCell::new(HashMap::new()),
             opaque_next: Cell::new(1),
             closed: Cell::new(false),
+            write_fd,
         });
         glommio::spawn_local(write_loop(conn.clone(), write_stream)).detach();
         glommio::spawn_local(read_loop(conn.clone(), stream, handler, slot)).detach();
@@ -194,6 +197,11 @@ impl Connection {
         if self.closed.replace(true) {
             return;
         }
+        // Shut the socket down now rather than in the writer task, so the peer sees the close
+        // even if this executor is busy; it also ends the reader's pending read.
+        // SAFETY: the writer task owns `write_fd` and only ends after `closed` was set, which
+        // happens exactly once, here.
+        unsafe { libc::shutdown(self.write_fd, libc::SHUT_RDWR) };
         self.outbox.queue.borrow_mut().clear();
         // Dropping the senders wakes every waiting `request` with "closed".
         self.pending.borrow_mut().clear();
@@ -267,8 +275,6 @@ async fn write_loop(conn: Rc<Connection>, mut stream: TcpStream) {
         }
         // The batch, and with it the in-flight permits of the requests it answered, drops here.
     }
-    // Shutting the socket down also ends the reader's pending read.
-    let _ = stream.shutdown(Shutdown::Both).await;
 }
 
 async fn read_loop<H: RequestHandler>(

@@ -1,0 +1,202 @@
+//! Helpers shared by the `namesrv_*` and `admin_*` tests: a real `ringmq namesrv` process on an
+//! ephemeral port (killed on drop, even when the test fails), and requests built the way a
+//! Java 5.x broker and client build them.
+#![allow(dead_code)] // each test binary uses its own subset of these helpers
+
+use ringmq::client::RemotingClient;
+use ringmq::namesrv::processor::body_crc32;
+use ringmq::protocol::body::{
+    self, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
+};
+use ringmq::protocol::codes::request;
+use ringmq::protocol::command::{RemotingCommand, SerializeType};
+use ringmq::protocol::header::{GetRouteInfoRequestHeader, RegisterBrokerRequestHeader};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for the server to start or for an awaited log line.
+pub const EVENT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Per-request timeout in tests; generous because the machine is shared.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+pub const CLUSTER: &str = "DefaultCluster";
+
+/// A running `ringmq namesrv`; the process is killed when this drops.
+pub struct NameServerProcess {
+    child: Child,
+    pub addr: String,
+    log_lines: Receiver<String>,
+}
+
+impl NameServerProcess {
+    pub fn start(expire_secs: Option<u64>) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ringmq"));
+        command.args(["namesrv", "--listen", "127.0.0.1:0"]);
+        if let Some(secs) = expire_secs {
+            command.args(["--expire-secs", &secs.to_string()]);
+        }
+        let mut child = command
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ringmq namesrv");
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (addr_tx, addr_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("ringmq namesrv listening on ") {
+                    let _ = addr_tx.send(addr.to_owned());
+                }
+            }
+        });
+        let (log_tx, log_lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[namesrv] {line}");
+                let _ = log_tx.send(line);
+            }
+        });
+        // Build the guard before waiting, so the child is killed if the wait fails.
+        let mut process = Self {
+            child,
+            addr: String::new(),
+            log_lines,
+        };
+        process.addr = addr_rx
+            .recv_timeout(EVENT_DEADLINE)
+            .expect("namesrv printed its address");
+        process
+    }
+
+    /// Waits (up to [`EVENT_DEADLINE`]) for a log line containing `needle`.
+    pub fn wait_for_log(&self, needle: &str) -> String {
+        let deadline = Instant::now() + EVENT_DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.log_lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => continue,
+                Err(err) => panic!("no log line containing {needle:?}: {err}"),
+            }
+        }
+    }
+
+    /// Runs `ringmq admin <args> -n <this server>` and returns (exit success, stdout, stderr).
+    pub fn admin(&self, args: &[&str]) -> (bool, String, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+            .arg("admin")
+            .args(args)
+            .args(["-n", &self.addr])
+            .output()
+            .expect("run ringmq admin");
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("utf-8 output");
+        (
+            output.status.success(),
+            text(output.stdout),
+            text(output.stderr),
+        )
+    }
+}
+
+impl Drop for NameServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One broker as a test registers it.
+#[derive(Clone)]
+pub struct Broker {
+    pub name: &'static str,
+    pub id: i64,
+    pub addr: &'static str,
+    pub cluster: &'static str,
+    pub data_version: DataVersion,
+    pub topics: Vec<(&'static str, i32)>,
+    pub serialize_type: SerializeType,
+}
+
+impl Broker {
+    pub fn master(name: &'static str, addr: &'static str, topics: &[(&'static str, i32)]) -> Self {
+        Broker {
+            name,
+            id: 0,
+            addr,
+            cluster: CLUSTER,
+            data_version: DataVersion {
+                counter: 1,
+                state_version: 0,
+                timestamp: 1_700_000_000_000,
+            },
+            topics: topics.to_vec(),
+            serialize_type: SerializeType::Json,
+        }
+    }
+
+    /// The body a Java broker sends: `RegisterBrokerBody` JSON with its topic configs.
+    pub fn body(&self) -> Vec<u8> {
+        let table = self
+            .topics
+            .iter()
+            .map(|(topic, queues)| (topic.to_string(), TopicConfig::new(*topic, *queues)))
+            .collect();
+        let body = RegisterBrokerBody {
+            filter_server_list: vec![],
+            topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
+                data_version: self.data_version,
+                topic_config_table: table,
+                ..Default::default()
+            },
+        };
+        body::encode(&body).unwrap()
+    }
+
+    /// REGISTER_BROKER exactly as `BrokerOuterAPI.registerBroker` builds it (5.x, JSON body).
+    pub fn register_request(&self) -> RemotingCommand {
+        let body = self.body();
+        let header = RegisterBrokerRequestHeader {
+            broker_name: self.name.into(),
+            broker_addr: self.addr.into(),
+            cluster_name: self.cluster.into(),
+            ha_server_addr: format!("{}-ha", self.addr),
+            broker_id: self.id,
+            heartbeat_timeout_millis: None,
+            enable_acting_master: Some(false),
+            compressed: false,
+            body_crc32: body_crc32(&body),
+        };
+        let mut req = RemotingCommand::request(request::REGISTER_BROKER)
+            .with_header(&header)
+            .with_body(body);
+        req.serialize_type = self.serialize_type;
+        req
+    }
+}
+
+/// GET_ROUTEINFO_BY_TOPIC as a client of the given `MQVersion` ordinal sends it.
+pub fn route_request(topic: &str, version: i32) -> RemotingCommand {
+    let header = GetRouteInfoRequestHeader {
+        topic: topic.into(),
+        accept_standard_json_only: None,
+    };
+    let mut req = RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC).with_header(&header);
+    req.version = version;
+    req
+}
+
+/// Sends `req` and returns the response, failing the test on a transport error.
+pub async fn call(client: &RemotingClient, req: RemotingCommand) -> RemotingCommand {
+    client.request(req, TIMEOUT).await.expect("response")
+}
+
+pub async fn connect(ns: &NameServerProcess) -> RemotingClient {
+    RemotingClient::connect(&ns.addr)
+        .await
+        .expect("connect to namesrv")
+}
