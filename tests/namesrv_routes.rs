@@ -86,7 +86,7 @@ fn route_body_style_follows_the_client_version() {
     block_on(async {
         let broker_conn = connect(&ns).await;
         let broker = Broker::master("broker-a", "127.0.0.1:10911", &[("T", 4), ("TBW102", 8)]);
-        assert_eq!(call(&broker_conn, broker.register_request()).await.code, response::SUCCESS);
+        register(&broker_conn, &broker).await;
         let client = connect(&ns).await;
         // VECTORS.md V9 (TopicConfig's default perm is 6, as in the vector).
         let standard = r#"{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#;
@@ -115,7 +115,7 @@ fn topic_changes_need_a_new_data_version_and_query_data_version_reports_it() {
     block_on(async {
         let conn = connect(&ns).await;
         let v1 = Broker::master("broker-a", "127.0.0.1:10911", &[("T", 4), ("TBW102", 8)]);
-        call(&conn, v1.register_request()).await;
+        register(&conn, &v1).await;
         let write_queues = |resp: RemotingCommand| {
             let route: TopicRouteData = body::decode(&resp.body).unwrap();
             route.queue_datas[0].write_queue_nums
@@ -124,7 +124,7 @@ fn topic_changes_need_a_new_data_version_and_query_data_version_reports_it() {
             topics: vec![("T", 8), ("TBW102", 8)],
             ..v1.clone()
         };
-        call(&conn, same_version.register_request()).await;
+        register(&conn, &same_version).await;
         assert_eq!(
             write_queues(call(&conn, route_request("T", 479)).await),
             4,
@@ -137,7 +137,7 @@ fn topic_changes_need_a_new_data_version_and_query_data_version_reports_it() {
             },
             ..same_version
         };
-        call(&conn, v2.register_request()).await;
+        register(&conn, &v2).await;
         assert_eq!(
             write_queues(call(&conn, route_request("T", 479)).await),
             8,
@@ -225,10 +225,7 @@ fn bad_crc_unusable_headers_and_unknown_codes_get_error_responses_on_a_live_conn
             .starts_with("No topic route info in name server for the topic: nowhere"));
 
         // The same connection still serves a good request.
-        assert_eq!(
-            call(&conn, broker.register_request()).await.code,
-            response::SUCCESS
-        );
+        register(&conn, &broker).await;
     })
     .unwrap();
 }
@@ -247,7 +244,7 @@ fn admin_request_codes_kv_config_permissions_and_topic_deletion() {
             cluster: "Other",
             ..Broker::master("broker-x", "127.0.0.1:30911", &[("T", 1), ("X", 1)])
         };
-        call(&conn, other.register_request()).await;
+        register(&conn, &other).await;
 
         let topics = |resp: RemotingCommand| body::decode::<TopicList>(&resp.body).unwrap();
         let all = topics(
@@ -367,10 +364,10 @@ fn unregistering_or_closing_the_broker_connection_removes_its_routes() {
         let a = Broker::master("broker-a", "127.0.0.1:10911", &[("T", 4), ("A", 4)]);
         let b = Broker::master("broker-b", "127.0.0.1:20911", &[("T", 4), ("B", 4)]);
         let conn_a = connect(&ns).await;
-        call(&conn_a, a.register_request()).await;
+        register(&conn_a, &a).await;
         {
             let conn_b = connect(&ns).await;
-            call(&conn_b, b.register_request()).await;
+            register(&conn_b, &b).await;
             assert_eq!(
                 call(&client, route_request("B", 479)).await.code,
                 response::SUCCESS

@@ -200,3 +200,15 @@ pub async fn connect(ns: &NameServerProcess) -> RemotingClient {
         .await
         .expect("connect to namesrv")
 }
+
+/// Registers `broker` on `conn`, failing the test unless the NameServer accepts it.
+pub async fn register(conn: &RemotingClient, broker: &Broker) -> RemotingCommand {
+    let resp = call(conn, broker.register_request()).await;
+    assert_eq!(
+        resp.code,
+        ringmq::protocol::codes::response::SUCCESS,
+        "{:?}",
+        resp.remark
+    );
+    resp
+}

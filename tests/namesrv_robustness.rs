@@ -1,0 +1,164 @@
+//! Bad bytes on one connection close that connection only; the server keeps serving the
+//! others. Many requests in flight on one connection are all answered, each to its opaque.
+
+mod namesrv_support;
+
+use bytes::BytesMut;
+use namesrv_support::*;
+use ringmq::client::block_on;
+use ringmq::protocol::body::{self, TopicList};
+use ringmq::protocol::codes::{request, response};
+use ringmq::protocol::command::RemotingCommand;
+use ringmq::protocol::frame::{decode_frame, encode_frame, FRAME_BYTES_MAX};
+use ringmq::protocol::header::{KvConfigKeyRequestHeader, PutKvConfigRequestHeader};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::rc::Rc;
+
+/// Sends `bytes` on a fresh connection and returns whether the server closed it (EOF) within
+/// the test deadline, having sent nothing back.
+fn server_closes_after(ns: &NameServerProcess, bytes: &[u8]) -> bool {
+    let mut socket = TcpStream::connect(&ns.addr).unwrap();
+    socket.set_read_timeout(Some(EVENT_DEADLINE)).unwrap();
+    socket.write_all(bytes).unwrap();
+    let mut reply = [0u8; 64];
+    matches!(socket.read(&mut reply), Ok(0))
+}
+
+#[test]
+fn garbage_and_oversized_frames_close_only_their_own_connection() {
+    let ns = NameServerProcess::start(None);
+    block_on(async {
+        let good = connect(&ns).await;
+        let broker = Broker::master("broker-a", "127.0.0.1:10911", &[("T", 4), ("U", 4)]);
+        register(&good, &broker).await;
+
+        // One byte past the limit once the 4-byte prefix is counted.
+        let oversized = ((FRAME_BYTES_MAX - 3) as u32).to_be_bytes();
+        let cases: [(&str, Vec<u8>); 5] = [
+            (
+                "unknown serialize type",
+                [&[0, 0, 0, 12, 7, 0, 0, 4][..], b"junkjunk"].concat(),
+            ),
+            (
+                "oversized length",
+                [&oversized[..], &[0, 0, 0, 2, b'{', b'}']].concat(),
+            ),
+            ("negative length", vec![0xFF, 0xFF, 0xFF, 0xF0, 0, 0, 0, 0]),
+            (
+                "header longer than frame",
+                vec![0, 0, 0, 8, 0, 0, 0, 200, b'{', b'}', 0, 0],
+            ),
+            (
+                "malformed JSON header",
+                [&[0, 0, 0, 12, 0, 0, 0, 8][..], b"{\"code\":"].concat(),
+            ),
+        ];
+        for (what, bytes) in cases {
+            assert!(
+                server_closes_after(&ns, &bytes),
+                "{what}: connection not closed"
+            );
+            ns.wait_for_log("undecodable frame, closing connection");
+            // The registered broker's connection was not disturbed: still registered, still served.
+            let resp = call(&good, route_request("T", 479)).await;
+            assert_eq!(
+                resp.code,
+                response::SUCCESS,
+                "{what}: other connection disturbed"
+            );
+        }
+        // A client that sends half a frame and leaves changes nothing either.
+        {
+            let mut half = TcpStream::connect(&ns.addr).unwrap();
+            half.write_all(&[0, 0, 0x10, 0, 0, 0, 0, 2, b'{']).unwrap();
+        }
+        assert_eq!(
+            call(&good, route_request("U", 479)).await.code,
+            response::SUCCESS
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_oneway_request_gets_no_response() {
+    let ns = NameServerProcess::start(None);
+    let mut socket = TcpStream::connect(&ns.addr).unwrap();
+    socket.set_read_timeout(Some(EVENT_DEADLINE)).unwrap();
+    let mut out = BytesMut::new();
+    let mut oneway = RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER).oneway();
+    oneway.opaque = 1;
+    let mut sync = RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
+    sync.opaque = 2;
+    encode_frame(&oneway, &mut out);
+    encode_frame(&sync, &mut out);
+    socket.write_all(&out).unwrap();
+    let mut received = Vec::new();
+    let response = loop {
+        let mut chunk = [0u8; 4096];
+        let read = socket.read(&mut chunk).unwrap();
+        assert!(read > 0, "connection closed before the response");
+        received.extend_from_slice(&chunk[..read]);
+        if let Some((response, _)) = decode_frame(&received).unwrap() {
+            break response;
+        }
+    };
+    assert_eq!(
+        response.opaque, 2,
+        "the first frame back answers the synchronous request"
+    );
+    assert!(response.is_response());
+    assert_eq!(
+        body::decode::<TopicList>(&response.body)
+            .unwrap()
+            .topic_list,
+        Vec::<String>::new()
+    );
+}
+
+/// Requests sent at once on one connection; well past one read's worth of frames.
+const CONCURRENT_REQUESTS: usize = 2000;
+const KEYS: usize = 50;
+
+#[test]
+fn many_requests_in_flight_on_one_connection_are_each_answered() {
+    let ns = NameServerProcess::start(None);
+    block_on(async {
+        let client = Rc::new(connect(&ns).await);
+        for key in 0..KEYS {
+            let header = PutKvConfigRequestHeader {
+                namespace: "ns".into(),
+                key: key.to_string(),
+                value: format!("value-{key}"),
+            };
+            call(
+                &client,
+                RemotingCommand::request(request::PUT_KV_CONFIG).with_header(&header),
+            )
+            .await;
+        }
+        let tasks: Vec<_> = (0..CONCURRENT_REQUESTS)
+            .map(|i| {
+                let client = client.clone();
+                glommio::spawn_local(async move {
+                    let key = KvConfigKeyRequestHeader {
+                        namespace: "ns".into(),
+                        key: (i % KEYS).to_string(),
+                    };
+                    let resp = call(
+                        &client,
+                        RemotingCommand::request(request::GET_KV_CONFIG).with_header(&key),
+                    )
+                    .await;
+                    (i, resp.ext("value").map(str::to_owned))
+                })
+            })
+            .collect();
+        for task in tasks {
+            let (i, value) = task.await;
+            assert_eq!(value, Some(format!("value-{}", i % KEYS)));
+        }
+    })
+    .unwrap();
+}
