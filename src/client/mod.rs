@@ -102,3 +102,7 @@ pub fn block_on<T>(future: impl Future<Output = T>) -> std::io::Result<T> {
         .map_err(|err| std::io::Error::other(err.to_string()))?;
     Ok(executor.run(future))
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;
