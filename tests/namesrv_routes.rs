@@ -29,6 +29,10 @@ fn brokers_register_in_both_header_serializations_and_clients_get_routes() {
             let header: RegisterBrokerResponseHeader = resp.decode_header().unwrap();
             assert_eq!(header.master_addr, None, "a master has no master");
         }
+        // A broker sending the compressed body form (header compressed=true) registers too.
+        let c = Broker::master("broker-c", "127.0.0.1:30911", &[("T", 1), ("V", 1)]);
+        let resp = call(&broker_conn, c.register_request_compressed()).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
         // A slave of broker-a learns its master and the master's HA address.
         let slave = Broker {
             id: 1,
@@ -52,7 +56,7 @@ fn brokers_register_in_both_header_serializations_and_clients_get_routes() {
         queues.sort();
         assert_eq!(
             queues,
-            vec![("broker-a".to_string(), 4), ("broker-b".to_string(), 2)]
+            [("broker-a", 4), ("broker-b", 2), ("broker-c", 1)].map(|(b, q)| (b.to_string(), q))
         );
         let a_data = route
             .broker_datas
@@ -70,7 +74,7 @@ fn brokers_register_in_both_header_serializations_and_clients_get_routes() {
         let info: ClusterInfo = body::decode(&resp.body).unwrap();
         assert_eq!(
             info.cluster_addr_table[CLUSTER].iter().collect::<Vec<_>>(),
-            vec!["broker-a", "broker-b"]
+            vec!["broker-a", "broker-b", "broker-c"]
         );
         assert_eq!(
             info.broker_addr_table["broker-b"].master_addr(),

@@ -309,9 +309,9 @@ fn register_topics(
         return Ok(TopicConfigSerializeWrapper::default());
     }
     if compressed {
-        return Err(RequestError::Refused(
-            "compressed register bodies are not supported".into(),
-        ));
+        let body = body::decode_compressed(&req.body, req.version)
+            .map_err(|err| RequestError::Refused(format!("malformed body: {err}")))?;
+        return Ok(body.topic_config_serialize_wrapper);
     }
     if req.version < REGISTER_BODY_SINCE_VERSION {
         return Ok(body::decode(&req.body)?);

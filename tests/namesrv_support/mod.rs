@@ -141,25 +141,39 @@ impl Broker {
 
     /// The body a Java broker sends: `RegisterBrokerBody` JSON with its topic configs.
     pub fn body(&self) -> Vec<u8> {
+        body::encode(&self.register_body()).unwrap()
+    }
+
+    fn register_body(&self) -> RegisterBrokerBody {
         let table = self
             .topics
             .iter()
             .map(|(topic, queues)| (topic.to_string(), TopicConfig::new(*topic, *queues)))
             .collect();
-        let body = RegisterBrokerBody {
+        RegisterBrokerBody {
             filter_server_list: vec![],
             topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
                 data_version: self.data_version,
                 topic_config_table: table,
                 ..Default::default()
             },
-        };
-        body::encode(&body).unwrap()
+        }
     }
 
     /// REGISTER_BROKER exactly as `BrokerOuterAPI.registerBroker` builds it (5.x, JSON body).
     pub fn register_request(&self) -> RemotingCommand {
-        let body = self.body();
+        self.register_request_with(self.body(), false)
+    }
+
+    /// REGISTER_BROKER with the DEFLATE body form and `compressed=true`.
+    pub fn register_request_compressed(&self) -> RemotingCommand {
+        self.register_request_with(
+            body::encode_compressed(&self.register_body()).unwrap(),
+            true,
+        )
+    }
+
+    fn register_request_with(&self, body: Vec<u8>, compressed: bool) -> RemotingCommand {
         let header = RegisterBrokerRequestHeader {
             broker_name: self.name.into(),
             broker_addr: self.addr.into(),
@@ -168,7 +182,7 @@ impl Broker {
             broker_id: self.id,
             heartbeat_timeout_millis: None,
             enable_acting_master: Some(false),
-            compressed: false,
+            compressed,
             body_crc32: body_crc32(&body),
         };
         let mut req = RemotingCommand::request(request::REGISTER_BROKER)

@@ -7,11 +7,15 @@
 
 mod lists;
 mod register;
+mod register_compressed;
 mod route;
 
 pub use lists::{KvTable, TopicList};
 pub use register::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
+};
+pub use register_compressed::{
+    decode_compressed, encode_compressed, CompressedBodyError, INFLATED_BODY_BYTES_MAX,
 };
 pub use route::{
     BrokerData, ClusterInfo, QueueData, TopicRouteData, MASTER_ID, PERM_INHERIT, PERM_READ,
