@@ -5,9 +5,17 @@
 //! Java broker parses them, a little more leniently where real clients need it: booleans may be
 //! `"0"`/`"1"` (C++ client), case does not matter for `true`/`false`.
 
+mod admin;
+mod consume;
 mod namesrv;
+mod send;
+mod transaction;
 
+pub use admin::*;
+pub use consume::*;
 pub use namesrv::*;
+pub use send::*;
+pub use transaction::*;
 
 use super::command::ExtFields;
 
@@ -121,21 +129,20 @@ pub mod field {
 }
 
 /// Declares a header struct and its `CommandHeader` impl from one list of fields:
-/// `kind rust_name: Type = "javaName"`, kind being `req` (required), `opt` (nullable, the field
-/// is an `Option`) or `def` (absent means `Default`). With `pub struct Long / Short { … }` and
-/// `= "javaName" / "k"` per field it also declares `Short(pub Long)`, the same header under the
-/// one-letter keys of the V2 send headers.
+/// `kind rust_name: Type = "javaName"`, kind being `req` (required: absent is an error), `opt`
+/// (nullable: the field is an `Option`) or `def` (absent means the default, which is
+/// `Default::default()` or the value after `or`, as for Java's `boolean committed = true`).
+/// With `pub struct Long / Short { … }` and `= "javaName" / "k"` per field it also declares
+/// `Short(pub Long)`, the same header under the one-letter keys of the V2 send headers.
 macro_rules! header {
-    (@ty req $t:ty) => { $t };
     (@ty opt $t:ty) => { Option<$t> };
-    (@ty def $t:ty) => { $t };
+    (@ty $kind:ident $t:ty) => { $t };
 
-    (@struct $(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $kind:ident $field:ident : $t:ty),* }) => {
-        $(#[$m])*
-        #[derive(Clone, Debug, Default, PartialEq)]
-        pub struct $name {
-            $($(#[$fm])* pub $field: header!(@ty $kind $t),)*
-        }
+    (@get def, $ext:ident, $key:expr, $default:expr) => {
+        $crate::protocol::header::field::opt($ext, $key)?.unwrap_or($default)
+    };
+    (@get $kind:ident, $ext:ident, $key:expr) => {
+        $crate::protocol::header::field::$kind($ext, $key)?
     };
 
     (@put opt, $ext:ident, $key:expr, $value:expr) => {
@@ -145,17 +152,31 @@ macro_rules! header {
         $crate::protocol::header::field::put($ext, $key, $value)
     };
 
+    (@default $default:expr) => { $default };
+    (@default) => { Default::default() };
+
     ($(#[$m:meta])* pub struct $name:ident {
-        $($(#[$fm:meta])* $kind:ident $field:ident : $t:ty = $key:literal),* $(,)?
+        $($(#[$fm:meta])* $kind:ident $field:ident : $t:ty = $key:literal $(or $default:expr)?),*
+        $(,)?
     }) => {
-        header!(@struct $(#[$m])* $name { $($(#[$fm])* $kind $field : $t),* });
+        $(#[$m])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $name {
+            $($(#[$fm])* pub $field: header!(@ty $kind $t),)*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $($field: header!(@default $($default)?),)* }
+            }
+        }
 
         impl $crate::protocol::header::CommandHeader for $name {
             #[allow(unused_variables)]
             fn decode(
                 ext: &$crate::protocol::command::ExtFields,
             ) -> Result<Self, $crate::protocol::header::HeaderError> {
-                Ok(Self { $($field: $crate::protocol::header::field::$kind(ext, $key)?,)* })
+                Ok(Self { $($field: header!(@get $kind, ext, $key $(, $default)?),)* })
             }
 
             #[allow(unused_variables)]
@@ -166,7 +187,8 @@ macro_rules! header {
     };
 
     ($(#[$m:meta])* pub struct $name:ident / $(#[$vm:meta])* $short_name:ident {
-        $($(#[$fm:meta])* $kind:ident $field:ident : $t:ty = $key:literal / $short:literal),* $(,)?
+        $($(#[$fm:meta])* $kind:ident $field:ident : $t:ty = $key:literal / $short:literal),*
+        $(,)?
     }) => {
         header! { $(#[$m])* pub struct $name { $($(#[$fm])* $kind $field : $t = $key),* } }
 
@@ -178,7 +200,7 @@ macro_rules! header {
             fn decode(
                 ext: &$crate::protocol::command::ExtFields,
             ) -> Result<Self, $crate::protocol::header::HeaderError> {
-                Ok(Self($name { $($field: $crate::protocol::header::field::$kind(ext, $short)?,)* }))
+                Ok(Self($name { $($field: header!(@get $kind, ext, $short),)* }))
             }
 
             fn encode(&self, ext: &mut $crate::protocol::command::ExtFields) {
@@ -186,7 +208,6 @@ macro_rules! header {
             }
         }
     };
-
 }
 pub(crate) use header;
 
