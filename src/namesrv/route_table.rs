@@ -201,7 +201,7 @@ impl RouteTable {
         let old_addr = broker
             .broker_addrs
             .insert(reg.broker_id, reg.broker_addr.clone());
-        first_registration |= old_addr.as_deref().is_none_or(str::is_empty);
+        first_registration |= old_addr.unwrap_or_default().is_empty();
 
         let is_master = reg.broker_id == MASTER_ID;
         let is_prime_slave = reg.enable_acting_master.is_some()
@@ -210,10 +210,10 @@ impl RouteTable {
         let wipe_write = is_prime_slave && broker.enable_acting_master;
         if is_master || is_prime_slave {
             for (topic, config) in &reg.topics.topic_config_table {
-                let topic_missing_here = self
+                let topic_missing_here = !self
                     .topic_queues
                     .get(topic)
-                    .is_none_or(|queues| !queues.contains_key(&reg.broker_name));
+                    .is_some_and(|queues| queues.contains_key(&reg.broker_name));
                 if first_registration || version_changed || topic_missing_here {
                     let mut queue = queue_data(&reg.broker_name, config);
                     if wipe_write {
