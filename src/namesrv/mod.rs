@@ -7,14 +7,13 @@ pub mod route_table;
 
 use crate::server;
 use glommio::net::TcpListener;
-use glommio::timer::Timer;
 use processor::NameServer;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// How often, at the longest, silent brokers are looked for (Java scans every 5 s). The scan
-/// wakes earlier when a broker's deadline comes sooner.
+/// How long, at the longest, the expiry scan sleeps (Java scans every 5 s). It runs sooner at
+/// the earliest broker deadline, and a registration with a sooner deadline wakes it.
 pub const EXPIRY_SCAN_PERIOD_MAX: Duration = Duration::from_secs(5);
 
 /// Binds `listen` and serves until the process ends. `on_bound` learns the actual address
@@ -37,8 +36,7 @@ pub async fn run(
     Ok(())
 }
 
-/// Drops brokers that stopped registering, waking at the earliest deadline (or after
-/// [`EXPIRY_SCAN_PERIOD_MAX`], so a broker that registers while this sleeps is not missed).
+/// Drops brokers that stopped registering, waking at the earliest deadline.
 async fn expire_brokers(nameserver: Rc<NameServer>) {
     loop {
         let now_ms = nameserver.now_ms();
@@ -47,7 +45,9 @@ async fn expire_brokers(nameserver: Rc<NameServer>) {
         let wait = next.map_or(EXPIRY_SCAN_PERIOD_MAX, |deadline| {
             Duration::from_millis(deadline.saturating_sub(now_ms) + 1)
         });
-        Timer::new(wait.min(EXPIRY_SCAN_PERIOD_MAX)).await;
+        nameserver
+            .sleep_until_expiry_scan(wait.min(EXPIRY_SCAN_PERIOD_MAX))
+            .await;
         let expired = nameserver.routes().borrow_mut().expire(nameserver.now_ms());
         for key in expired {
             tracing::info!(cluster = %key.cluster_name, addr = %key.broker_addr, "broker expired, removed");

@@ -12,9 +12,11 @@ use crate::protocol::fastjson::{self, JsonStyle};
 use crate::protocol::header::*;
 use crate::server::connection::Connection;
 use crate::server::{not_supported, ConnectionId, RequestError, RequestHandler};
-use std::cell::RefCell;
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use glommio::timer::Timer;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Clients from RocketMQ 4.9.4 (`MQVersion` ordinal 401) on get route bodies in standard JSON;
 /// older ones get fastjson's default output with unquoted broker ids (REMOTING.md §4.1).
@@ -35,15 +37,40 @@ pub struct NameServer {
     routes: RefCell<RouteTable>,
     kv: RefCell<KvConfig>,
     started: Instant,
+    broker_timeout_ms: u64,
+    /// When the expiry scan next runs (on the `now_ms` clock). A registration whose deadline
+    /// comes sooner wakes the scan through `rescan_*`, so expiry is on time without polling.
+    scan_at_ms: Cell<u64>,
+    rescan_tx: LocalSender<()>,
+    rescan_rx: LocalReceiver<()>,
 }
 
 impl NameServer {
     pub fn new(broker_timeout_ms: u64) -> Self {
+        let (rescan_tx, rescan_rx) = local_channel::new_bounded(1);
         Self {
             routes: RefCell::new(RouteTable::with_broker_timeout_ms(broker_timeout_ms)),
             kv: RefCell::new(KvConfig::default()),
             started: Instant::now(),
+            broker_timeout_ms,
+            scan_at_ms: Cell::new(u64::MAX),
+            rescan_tx,
+            rescan_rx,
         }
+    }
+
+    /// Sleeps until the expiry scan is due: after `wait`, or sooner if a registration brings
+    /// an earlier deadline.
+    pub async fn sleep_until_expiry_scan(&self, wait: Duration) {
+        let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.scan_at_ms.set(self.now_ms().saturating_add(wait_ms));
+        let timer = async {
+            Timer::new(wait).await;
+        };
+        let rescan = async {
+            self.rescan_rx.recv().await;
+        };
+        futures_lite::future::or(timer, rescan).await;
     }
 
     /// Milliseconds since start: the route table's clock.
@@ -200,11 +227,9 @@ impl NameServer {
             registration.broker_name.clone(),
             registration.broker_addr.clone(),
         );
-        let outcome = match self
-            .routes
-            .borrow_mut()
-            .register(registration, self.now_ms())
-        {
+        let timeout_ms = registration.heartbeat_timeout_ms;
+        let now_ms = self.now_ms();
+        let outcome = match self.routes.borrow_mut().register(registration, now_ms) {
             Ok(outcome) => outcome,
             Err(err) => {
                 tracing::warn!(broker = %name, %addr, %err, "registration refused");
@@ -216,6 +241,11 @@ impl NameServer {
             }
         };
         tracing::debug!(broker = %name, %addr, "broker registered");
+        let deadline_ms = now_ms.saturating_add(timeout_ms.unwrap_or(self.broker_timeout_ms));
+        if deadline_ms < self.scan_at_ms.get() {
+            // Full means a wake-up is already pending.
+            let _ = self.rescan_tx.try_send(());
+        }
         let mut resp = RemotingCommand::response_to(req, response::SUCCESS, None).with_header(
             &RegisterBrokerResponseHeader {
                 ha_server_addr: outcome.ha_server_addr,
