@@ -21,35 +21,13 @@ fn java_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/namesrv_java")
 }
 
-/// The rocketmq-client classpath, resolved offline by Maven from the local repository.
-fn classpath() -> String {
-    let out = std::env::temp_dir().join(format!(
-        "ringmq-namesrv-compat-cp-{}.txt",
-        std::process::id()
-    ));
-    let status = Command::new("mvn")
-        .args(["-o", "-q", "-f"])
-        .arg(java_dir().join("pom.xml"))
-        .arg("dependency:build-classpath")
-        .arg(format!("-Dmdep.outputFile={}", out.display()))
-        .status()
-        .expect("run mvn");
-    assert!(
-        status.success(),
-        "mvn could not resolve rocketmq-client 5.3.3 offline"
-    );
-    let classpath = std::fs::read_to_string(&out).expect("classpath file");
-    let _ = std::fs::remove_file(out);
-    classpath
-}
-
 #[test]
 #[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
 fn the_official_java_client_registers_and_reads_routes() {
     let ns = NameServerProcess::start(None);
     let mut java = Command::new("java")
         .arg("-cp")
-        .arg(classpath())
+        .arg(maven_classpath("namesrv_java"))
         .arg(java_dir().join("NamesrvCompat.java"))
         .arg(&ns.addr)
         .stdout(Stdio::piped())

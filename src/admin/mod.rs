@@ -149,8 +149,11 @@ fn render_cluster_list(info: &ClusterInfo) -> String {
 }
 
 fn render_topic_route(topic: &str, route: &TopicRouteData) -> String {
+    // NameServers list brokers in hash order; sort as the Java client does.
+    let mut broker_datas: Vec<_> = route.broker_datas.iter().collect();
+    broker_datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
     let mut brokers = Vec::new();
-    for broker in &route.broker_datas {
+    for broker in broker_datas {
         for (id, addr) in &broker.broker_addrs {
             brokers.push(vec![
                 broker.broker_name.clone(),

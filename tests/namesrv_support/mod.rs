@@ -88,19 +88,24 @@ impl NameServerProcess {
 
     /// Runs `ringmq admin <args> -n <this server>` and returns (exit success, stdout, stderr).
     pub fn admin(&self, args: &[&str]) -> (bool, String, String) {
-        let output = Command::new(env!("CARGO_BIN_EXE_ringmq"))
-            .arg("admin")
-            .args(args)
-            .args(["-n", &self.addr])
-            .output()
-            .expect("run ringmq admin");
-        let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("utf-8 output");
-        (
-            output.status.success(),
-            text(output.stdout),
-            text(output.stderr),
-        )
+        run_admin(&self.addr, args)
     }
+}
+
+/// Runs `ringmq admin <args> -n <namesrv>` and returns (exit success, stdout, stderr).
+pub fn run_admin(namesrv: &str, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .arg("admin")
+        .args(args)
+        .args(["-n", namesrv])
+        .output()
+        .expect("run ringmq admin");
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("utf-8 output");
+    (
+        output.status.success(),
+        text(output.stdout),
+        text(output.stderr),
+    )
 }
 
 impl Drop for NameServerProcess {
@@ -225,4 +230,29 @@ pub async fn register(conn: &RemotingClient, broker: &Broker) -> RemotingCommand
         resp.remark
     );
     resp
+}
+
+/// The classpath of the Maven project in `tests/<dir>/pom.xml`, resolved offline from the
+/// local repository (the Java compatibility tests need the jars there already).
+pub fn maven_classpath(dir: &str) -> String {
+    let pom = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(dir)
+        .join("pom.xml");
+    let out = std::env::temp_dir().join(format!("ringmq-{dir}-cp-{}.txt", std::process::id()));
+    let status = Command::new("mvn")
+        .args(["-o", "-q", "-f"])
+        .arg(&pom)
+        .arg("dependency:build-classpath")
+        .arg(format!("-Dmdep.outputFile={}", out.display()))
+        .status()
+        .expect("run mvn");
+    assert!(
+        status.success(),
+        "mvn could not resolve {} offline",
+        pom.display()
+    );
+    let classpath = std::fs::read_to_string(&out).expect("classpath file");
+    let _ = std::fs::remove_file(out);
+    classpath
 }
