@@ -399,3 +399,26 @@ fn unregistering_or_closing_the_broker_connection_removes_its_routes() {
     })
     .unwrap();
 }
+
+#[test]
+fn a_sparse_body_with_numbers_as_strings_and_enums_as_ordinals_registers() {
+    let ns = NameServerProcess::start(None);
+    block_on(async {
+        let conn = connect(&ns).await;
+        // What non-Java brokers send: optional fields left out, numbers quoted, the filter type
+        // as an ordinal, and no body CRC.
+        let sparse = br#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":"1","timestamp":"5"},
+            "topicConfigTable":{"S":{"topicName":"S","perm":"6","readQueueNums":"2","writeQueueNums":"2","topicFilterType":0},
+                                "R":{"topicName":"R"}}}}"#;
+        let mut req = Broker::master("broker-a", "127.0.0.1:10911", &[]).register_request().with_body(&sparse[..]);
+        req.ext_fields.insert("bodyCrc32".into(), "0".into());
+        assert_eq!(call(&conn, req).await.code, response::SUCCESS);
+        let route: TopicRouteData = body::decode(&call(&conn, route_request("S", 479)).await.body).unwrap();
+        let queue = &route.queue_datas[0];
+        assert_eq!((queue.perm, queue.read_queue_nums, queue.write_queue_nums), (6, 2, 2));
+        // A topic with nothing but its name takes Java's TopicConfig defaults.
+        let route: TopicRouteData = body::decode(&call(&conn, route_request("R", 479)).await.body).unwrap();
+        assert_eq!((route.queue_datas[0].perm, route.queue_datas[0].write_queue_nums), (6, 16));
+    })
+    .unwrap();
+}

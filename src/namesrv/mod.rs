@@ -1,5 +1,19 @@
 //! The NameServer: brokers register here, clients ask it where topics live. Runs on one glommio
 //! executor; all state is owned by it.
+//!
+//! Behaviour follows Apache RocketMQ's `RouteInfoManager` and request processors; route bodies
+//! are byte-identical to Apache 5.3.3's for both client generations (tests/admin_apache_namesrv.rs).
+//! Deliberate differences, where Apache's choice buys nothing or needs what we lack:
+//! - GET_BROKER_CLUSTER_INFO and the topic lists are standard JSON (Apache writes broker ids
+//!   unquoted); every fastjson and Go reader takes both, and strict JSON readers only this.
+//! - Standard-style route bodies keep non-ASCII raw UTF-8 instead of `\uXXXX`; topic and broker
+//!   names are ASCII in practice, and both forms are valid JSON.
+//! - KV config lives in memory only (Apache persists `kvConfig.json`).
+//! - Filter servers (a removed RocketMQ feature) are not tracked: `filterServerTable` is `{}`.
+//! - A broker dropped by expiry keeps its TCP connection open (Apache closes it).
+//! - No slave-acting-master route rewriting (Apache's `supportActingMaster`, default off), no
+//!   REGISTER_TOPIC_IN_NAMESRV, unit-topic lists or UPDATE/GET_NAMESRV_CONFIG: they answer
+//!   REQUEST_CODE_NOT_SUPPORTED.
 
 pub mod kv_config;
 pub mod processor;
