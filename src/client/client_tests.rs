@@ -229,3 +229,32 @@ fn connecting_to_a_closed_port_is_a_typed_error() {
     })
     .unwrap();
 }
+
+#[test]
+fn a_client_dropped_after_its_executor_leaves_reused_descriptors_alone() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = block_on(RemotingClient::connect(&addr.to_string()))
+        .unwrap()
+        .unwrap();
+    let _client_peer = listener.accept().unwrap();
+    // The executor is gone. glommio 0.9 leaks its detached tasks, so the client's descriptors
+    // stay open; were they closed, new sockets could get their numbers, and closing the client
+    // must then not shut those down.
+    let pairs: Vec<_> = (0..8)
+        .map(|_| {
+            let socket = std::net::TcpStream::connect(addr).unwrap();
+            (socket, listener.accept().unwrap().0)
+        })
+        .collect();
+    drop(client);
+    for (mut socket, mut accepted) in pairs {
+        socket
+            .write_all(b"x")
+            .expect("socket still open for writing");
+        let mut byte = [0u8; 1];
+        accepted.read_exact(&mut byte).expect("peer still receives");
+        assert_eq!(&byte, b"x");
+    }
+}

@@ -90,8 +90,10 @@ pub struct Connection {
     pending: RefCell<HashMap<i32, LocalSender<RemotingCommand>>>,
     opaque_next: Cell<i32>,
     closed: Cell<bool>,
-    /// The writer's descriptor; open until the writer task ends, which is after `closed` is set.
+    /// The writer's descriptor, owned by the writer task; `write_fd_open` turns false when that
+    /// task ends or is dropped with its executor, after which the number may be reused.
     write_fd: RawFd,
+    write_fd_open: Cell<bool>,
 }
 
 static CONNECTION_ID_NEXT: AtomicU64 = AtomicU64::new(1);
@@ -128,6 +130,7 @@ impl Connection {
             opaque_next: Cell::new(1),
             closed: Cell::new(false),
             write_fd,
+            write_fd_open: Cell::new(true),
         });
         glommio::spawn_local(write_loop(conn.clone(), write_stream)).detach();
         glommio::spawn_local(read_loop(conn.clone(), stream, handler, slot)).detach();
@@ -199,9 +202,10 @@ impl Connection {
         }
         // Shut the socket down now rather than in the writer task, so the peer sees the close
         // even if this executor is busy; it also ends the reader's pending read.
-        // SAFETY: the writer task owns `write_fd` and only ends after `closed` was set, which
-        // happens exactly once, here.
-        unsafe { libc::shutdown(self.write_fd, libc::SHUT_RDWR) };
+        if self.write_fd_open.get() {
+            // SAFETY: the writer task still owns `write_fd`, so it is this connection's socket.
+            unsafe { libc::shutdown(self.write_fd, libc::SHUT_RDWR) };
+        }
         self.outbox.queue.borrow_mut().clear();
         // Dropping the senders wakes every waiting `request` with "closed".
         self.pending.borrow_mut().clear();
@@ -262,7 +266,18 @@ impl Connection {
     }
 }
 
+/// Marks the writer's descriptor closed however the writer task ends: finished, or dropped
+/// with its executor (a client handle may outlive the executor it was made on).
+struct WriteFdOwner(Rc<Connection>);
+
+impl Drop for WriteFdOwner {
+    fn drop(&mut self) {
+        self.0.write_fd_open.set(false);
+    }
+}
+
 async fn write_loop(conn: Rc<Connection>, mut stream: TcpStream) {
+    let _owner = WriteFdOwner(conn.clone());
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
     while let Some(batch) = conn.next_batch().await {
         buf.clear();
