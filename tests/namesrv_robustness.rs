@@ -162,3 +162,51 @@ fn many_requests_in_flight_on_one_connection_are_each_answered() {
     })
     .unwrap();
 }
+
+/// Descriptors the NameServer may hold in `out_of_descriptors_...`: its runtime needs a few
+/// dozen, each connection two (reader and writer), so a burst of raw connections exhausts them.
+const DESCRIPTOR_LIMIT: u64 = 64;
+const CONNECTION_BURST: usize = 80;
+/// Attempts to get a new connection served once the burst is gone.
+const LATE_CONNECT_ATTEMPTS_MAX: usize = 30;
+
+#[test]
+fn running_out_of_descriptors_does_not_stop_the_server() {
+    let ns = NameServerProcess::start_with_descriptor_limit(DESCRIPTOR_LIMIT);
+    block_on(async {
+        let first = connect(&ns).await;
+        register(
+            &first,
+            &Broker::master("broker-a", "127.0.0.1:10911", &[("T", 4), ("U", 4)]),
+        )
+        .await;
+        let burst: Vec<TcpStream> = (0..CONNECTION_BURST)
+            .map(|_| TcpStream::connect(&ns.addr).unwrap())
+            .collect();
+        // Either accept(2) or the dup(2) of an accepted socket runs out first.
+        ns.wait_for_any_log(&["accept failed", "could not start a connection"]);
+        // Accepted connections are still served while accepting fails.
+        assert_eq!(
+            call(&first, route_request("T", 479)).await.code,
+            response::SUCCESS
+        );
+        drop(burst);
+        // The server frees the burst's descriptors as it reads each connection's end; until
+        // then a new connection may still be refused. Each attempt is paced by the server's
+        // accept back-off (at most a second), and the number of attempts is bounded.
+        for attempt in 1..=LATE_CONNECT_ATTEMPTS_MAX {
+            let late = connect(&ns).await;
+            match late.request(route_request("U", 479), TIMEOUT).await {
+                Ok(resp) => {
+                    assert_eq!(resp.code, response::SUCCESS);
+                    break;
+                }
+                Err(err) => assert!(
+                    attempt < LATE_CONNECT_ATTEMPTS_MAX,
+                    "never served again: {err}"
+                ),
+            }
+        }
+    })
+    .unwrap();
+}

@@ -10,8 +10,10 @@ use crate::protocol::header::HeaderError;
 use connection::Connection;
 use glommio::net::TcpListener;
 use glommio::sync::Semaphore;
+use glommio::timer::Timer;
 use std::future::Future;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Connections served at once. Every RocketMQ client process keeps one connection per
 /// NameServer and per broker, so this is roughly the number of client processes; past it the
@@ -49,28 +51,40 @@ pub trait RequestHandler: 'static {
     fn connection_closed(&self, _connection: ConnectionId) {}
 }
 
-/// Accepts connections on `listener` until accepting fails, serving each with `handler`.
-/// Runs on the current glommio executor.
+/// After a failed accept (or a failed start of an accepted connection) the loop pauses before the next, doubling from the first to the
+/// longest pause while failures repeat (as Go's net/http does): a persistent failure such as
+/// the descriptor limit then costs a log line per second, not a spinning core.
+const ACCEPT_RETRY_PAUSE_FIRST: Duration = Duration::from_millis(5);
+const ACCEPT_RETRY_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// Accepts connections on `listener` and serves each with `handler`, forever. Runs on the
+/// current glommio executor.
 pub async fn serve<H: RequestHandler>(listener: TcpListener, handler: Rc<H>) {
     let slots = Rc::new(Semaphore::new(CONNECTIONS_MAX as u64));
+    let mut pause = ACCEPT_RETRY_PAUSE_FIRST;
     loop {
         let Ok(slot) = slots.acquire_static_permit(1).await else {
             return;
         };
-        let stream = match listener.accept().await {
-            Ok(stream) => stream,
-            Err(err) => {
-                // Transient (a peer reset before accept, a descriptor limit): keep serving.
-                tracing::warn!(%err, "accept failed");
-                continue;
+        let started = match listener.accept().await {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                Connection::start_holding(stream, handler.clone(), Some(slot))
+                    .map_err(|err| format!("could not start a connection: {err}"))
             }
+            Err(err) => Err(format!("accept failed: {err}")),
         };
-        let _ = stream.set_nodelay(true);
-        match Connection::start_holding(stream, handler.clone(), Some(slot)) {
+        match started {
             Ok(connection) => {
-                tracing::debug!(peer = %connection.peer_addr(), id = connection.id().0, "connection accepted")
+                pause = ACCEPT_RETRY_PAUSE_FIRST;
+                tracing::debug!(peer = %connection.peer_addr(), id = connection.id().0, "connection accepted");
             }
-            Err(err) => tracing::warn!(%err, "could not start a connection"),
+            Err(err) => {
+                // Transient (a peer reset before accept, the descriptor limit): keep serving.
+                tracing::warn!(?pause, "{err}");
+                Timer::new(pause).await;
+                pause = (pause * 2).min(ACCEPT_RETRY_PAUSE_MAX);
+            }
         }
     }
 }

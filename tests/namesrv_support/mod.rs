@@ -38,6 +38,31 @@ impl NameServerProcess {
         if let Some(secs) = expire_secs {
             command.args(["--expire-secs", &secs.to_string()]);
         }
+        Self::spawn(command)
+    }
+
+    /// A NameServer that may open at most `descriptors` file descriptors (RLIMIT_NOFILE).
+    pub fn start_with_descriptor_limit(descriptors: u64) -> Self {
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ringmq"));
+        command.args(["namesrv", "--listen", "127.0.0.1:0"]);
+        let limit = libc::rlimit {
+            rlim_cur: descriptors,
+            rlim_max: descriptors,
+        };
+        // SAFETY: setrlimit is async-signal-safe and touches only the child being started.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Self::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Self {
         let mut child = command
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
@@ -75,13 +100,18 @@ impl NameServerProcess {
 
     /// Waits (up to [`EVENT_DEADLINE`]) for a log line containing `needle`.
     pub fn wait_for_log(&self, needle: &str) -> String {
+        self.wait_for_any_log(&[needle])
+    }
+
+    /// Waits (up to [`EVENT_DEADLINE`]) for a log line containing any of `needles`.
+    pub fn wait_for_any_log(&self, needles: &[&str]) -> String {
         let deadline = Instant::now() + EVENT_DEADLINE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.log_lines.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return line,
+                Ok(line) if needles.iter().any(|needle| line.contains(needle)) => return line,
                 Ok(_) => continue,
-                Err(err) => panic!("no log line containing {needle:?}: {err}"),
+                Err(err) => panic!("no log line containing any of {needles:?}: {err}"),
             }
         }
     }
