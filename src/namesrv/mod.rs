@@ -2,7 +2,8 @@
 //! executor; all state is owned by it.
 //!
 //! Behaviour follows Apache RocketMQ's `RouteInfoManager` and request processors; route bodies
-//! are byte-identical to Apache 5.3.3's for both client generations (tests/admin_apache_namesrv.rs).
+//! are byte-identical to Apache 5.3.3's for both client generations
+//! (tests/admin_apache_namesrv.rs).
 //! Deliberate differences, where Apache's choice buys nothing or needs what we lack:
 //! - GET_BROKER_CLUSTER_INFO and the topic lists are standard JSON (Apache writes broker ids
 //!   unquoted); every fastjson and Go reader takes both, and strict JSON readers only this.

@@ -51,9 +51,10 @@ pub trait RequestHandler: 'static {
     fn connection_closed(&self, _connection: ConnectionId) {}
 }
 
-/// After a failed accept (or a failed start of an accepted connection) the loop pauses before the next, doubling from the first to the
-/// longest pause while failures repeat (as Go's net/http does): a persistent failure such as
-/// the descriptor limit then costs a log line per second, not a spinning core.
+/// After a failed accept (or a failed start of an accepted socket) the loop pauses, doubling
+/// from the first to the longest pause while failures repeat (as Go's net/http does): a
+/// persistent failure such as the descriptor limit then costs a log line per second, not a
+/// spinning core.
 const ACCEPT_RETRY_PAUSE_FIRST: Duration = Duration::from_millis(5);
 const ACCEPT_RETRY_PAUSE_MAX: Duration = Duration::from_secs(1);
 

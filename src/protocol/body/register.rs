@@ -30,7 +30,8 @@ pub enum TopicFilterType {
 }
 
 impl<'de> Deserialize<'de> for TopicFilterType {
-    /// Accepts the Java enum name (fastjson's output) or its ordinal (what some non-Java peers send).
+    /// Accepts the Java enum name (fastjson's output) or its ordinal (what some non-Java
+    /// peers send).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::Null => Ok(Self::default()),

@@ -1,7 +1,8 @@
 //! The compressed form of `RegisterBrokerBody` (header `compressed=true`; REMOTING.md §4.8):
 //! a zlib stream of length-prefixed sections,
 //! `[i32 len][DataVersion JSON] [i32 n]{[i32 len][TopicConfig text]}ⁿ [i32 len][filter server
-//! list JSON]` and, from brokers of version 5.0.0 on, `[i32 m]{[i32 len][TopicQueueMappingInfo JSON]}ᵐ`.
+//! list JSON]` and, from brokers of version 5.0.0 on,
+//! `[i32 m]{[i32 len][TopicQueueMappingInfo JSON]}ᵐ`.
 //! A topic config's text is `name read write perm filterType attributesJSON`, space-separated.
 //! Java brokers set `compressed=false` even when they compress, but a NameServer must still
 //! read the form when a broker sends it.
