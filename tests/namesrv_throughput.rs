@@ -1,6 +1,7 @@
 //! A measurement, not a check of speed: GET_ROUTEINFO_BY_TOPIC against the real `ringmq
 //! namesrv`, one connection, sequential and pipelined. Ignored by default; run with
-//! `cargo test --release -p ringmq --test namesrv_throughput -- --ignored --nocapture`.
+//! `cargo test --release -p ringmq --test namesrv_throughput -- --ignored --nocapture`
+//! (with `NAMESRV_BENCH_TARGET=host:port` to measure another NameServer instead).
 //! Every response is checked, so it also fails if the server answers wrongly under load.
 
 mod namesrv_support;
@@ -77,17 +78,20 @@ fn report(name: &str, (done, elapsed, latencies): (usize, Duration, Vec<u32>)) {
 #[test]
 #[ignore = "measurement; run explicitly with --release"]
 fn route_lookup_throughput() {
-    let ns = NameServerProcess::start(None);
+    // NAMESRV_BENCH_TARGET=host:port measures another NameServer (e.g. Apache's) the same way.
+    let target = std::env::var("NAMESRV_BENCH_TARGET").ok();
+    let ours = target.is_none().then(|| NameServerProcess::start(None));
+    let addr = target.unwrap_or_else(|| ours.as_ref().unwrap().addr.clone());
     block_on(async {
         let topics: Rc<Vec<&'static str>> = Rc::new((0..TOPICS).map(topic_name).collect());
         let table: Vec<(&'static str, i32)> = topics.iter().map(|t| (*t, 8)).collect();
-        let broker_conn = connect(&ns).await;
+        let broker_conn = RemotingClient::connect(&addr).await.expect("connect");
         register(
             &broker_conn,
             &Broker::master("broker-a", "127.0.0.1:10911", &table),
         )
         .await;
-        let client = Rc::new(connect(&ns).await);
+        let client = Rc::new(RemotingClient::connect(&addr).await.expect("connect"));
         report(
             "sequential",
             run(&client, SEQUENTIAL_REQUESTS, 1, &topics).await,
