@@ -176,3 +176,36 @@ fn binary_header_bounds_violations_are_frame_errors() {
         );
     }
 }
+
+#[test]
+fn an_unusable_header_is_a_request_error_not_a_frame_error() {
+    use ringmq::protocol::codes::{request, response};
+    use ringmq::protocol::header::{GetRouteInfoRequestHeader, HeaderError};
+
+    // Two pipelined requests: the first lacks its required topic, the second is fine.
+    let mut stream = json_frame(r#"{"code":105,"opaque":1,"extFields":{"topic ":"T"}}"#, b"");
+    stream.extend(json_frame(
+        r#"{"code":105,"opaque":2,"extFields":{"topic":"T"}}"#,
+        b"",
+    ));
+
+    let (bad, consumed) = decode_frame(&stream).unwrap().unwrap();
+    let err = bad
+        .decode_header::<GetRouteInfoRequestHeader>()
+        .unwrap_err();
+    assert_eq!(err, HeaderError::Missing("topic"));
+    let answer = RemotingCommand::response_to(&bad, response::SYSTEM_ERROR, Some(err.to_string()));
+    assert_eq!((answer.opaque, answer.is_response()), (1, true));
+    assert_eq!(
+        answer.remark.as_deref(),
+        Some("the custom field <topic> is null")
+    );
+
+    let (good, _) = decode_frame(&stream[consumed..]).unwrap().unwrap();
+    assert_eq!(
+        (good.code, good.opaque),
+        (request::GET_ROUTEINFO_BY_TOPIC, 2)
+    );
+    let header: GetRouteInfoRequestHeader = good.decode_header().unwrap();
+    assert_eq!(header.topic, "T");
+}

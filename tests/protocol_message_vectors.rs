@@ -5,7 +5,7 @@ mod protocol_support;
 
 use bytes::{Bytes, BytesMut};
 use protocol_support::vector_bytes;
-use ringmq::protocol::message::record::{self, Message, RecordView, StoreFields};
+use ringmq::protocol::message::record::{self, RecordView};
 use ringmq::protocol::message::*;
 
 fn v4() -> Bytes {
@@ -24,24 +24,7 @@ fn v4_record_decodes_and_reencodes_through_the_shared_codec() {
     assert_eq!(view.store_host(), "127.0.0.1:10911".parse().unwrap());
 
     // Re-encoding what the view reads gives back every byte.
-    let message = Message {
-        topic: view.topic().into(),
-        queue_id: view.queue_id(),
-        flag: view.flag(),
-        sys_flag: view.sys_flag(),
-        born_timestamp_ms: view.born_timestamp_ms(),
-        born_host: view.born_host(),
-        reconsume_times: view.reconsume_times(),
-        prepared_transaction_offset: view.prepared_transaction_offset(),
-        body: view.body(),
-        properties: Bytes::copy_from_slice(view.properties().as_bytes()),
-    };
-    let store = StoreFields {
-        queue_offset: view.queue_offset(),
-        physical_offset: view.physical_offset(),
-        store_timestamp_ms: view.store_timestamp_ms(),
-        store_host: view.store_host(),
-    };
+    let (message, store) = record_parts(&view);
     assert_eq!(record::encode(&message, &store).unwrap(), v4());
 }
 

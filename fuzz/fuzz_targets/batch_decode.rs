@@ -13,5 +13,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut again = BytesMut::new();
     encode_batch(&entries, &mut again).expect("decoded entries fit the format");
-    assert_eq!(decode_batch(again.freeze(), &limits).expect("re-decodes"), entries);
+    assert_eq!(
+        decode_batch(again.freeze(), &limits).expect("re-decodes"),
+        entries
+    );
 });

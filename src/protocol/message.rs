@@ -7,12 +7,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use record::{RecordError, RecordView};
+use record::{Message, RecordError, RecordView, StoreFields};
 pub use ringmq_shards::record;
 
 /// Default limit on one message body: RocketMQ's `maxMessageSize` (4 MiB), which producers
-/// also enforce. A broker may configure another via [`MessageLimits`].
-pub const MESSAGE_BODY_BYTES_MAX_DEFAULT: usize = 4 << 20;
+/// also enforce. A broker may configure a lower one via [`MessageLimits`]; the store's record
+/// format caps it at `record::BODY_BYTES_MAX`.
+pub const MESSAGE_BODY_BYTES_MAX_DEFAULT: usize = record::BODY_BYTES_MAX;
 
 /// Limits applied to messages a client sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,6 +271,31 @@ pub fn split_records(body: Bytes) -> impl Iterator<Item = Result<RecordView, Rec
         }
         Some(parsed)
     })
+}
+
+/// A stored record taken apart into what the producer sent and what the store assigned: the
+/// start of re-storing it changed (consumption retry, transaction commit), and the inverse of
+/// `record::encode` for a record whose CRC is right.
+pub fn record_parts(view: &RecordView) -> (Message, StoreFields) {
+    let message = Message {
+        topic: view.topic().to_owned(),
+        queue_id: view.queue_id(),
+        flag: view.flag(),
+        sys_flag: view.sys_flag(),
+        born_timestamp_ms: view.born_timestamp_ms(),
+        born_host: view.born_host(),
+        reconsume_times: view.reconsume_times(),
+        prepared_transaction_offset: view.prepared_transaction_offset(),
+        body: view.body(),
+        properties: view.as_bytes().slice_ref(view.properties().as_bytes()),
+    };
+    let store = StoreFields {
+        queue_offset: view.queue_offset(),
+        physical_offset: view.physical_offset(),
+        store_timestamp_ms: view.store_timestamp_ms(),
+        store_host: view.store_host(),
+    };
+    (message, store)
 }
 
 // ---- batch bodies --------------------------------------------------------------------------

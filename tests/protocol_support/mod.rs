@@ -45,3 +45,9 @@ pub fn json_frame(header: &str, body: &[u8]) -> Vec<u8> {
     frame.extend(body);
     frame
 }
+
+/// The raw bytes of a binary vector file.
+#[allow(dead_code)]
+pub fn vector_raw(name: &str) -> Vec<u8> {
+    std::fs::read(vector_path(name)).expect("vector file")
+}

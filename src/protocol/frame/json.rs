@@ -3,29 +3,43 @@
 //! remark; the C++ client sends extFields values as JSON numbers; keys come in any order.
 //! Encoded as fastjson writes it: keys in alphabetical order, null fields omitted.
 
+use std::fmt;
 use std::io::Write;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use serde_json::{Map, Value};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
 use super::FrameError;
 use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 
+/// Decodes the header in one pass over the text, straight into the command's fields: no
+/// intermediate JSON tree (every send request goes through here). Values are taken as
+/// [`Scalar`]s first and checked against their field afterwards, so a wrong type is reported
+/// with the field's name.
 pub(super) fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, FrameError> {
-    let Value::Object(mut fields) = serde_json::from_slice(header)? else {
+    let first = header.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
         return Err(FrameError::JsonNotObject);
-    };
+    }
+    let mut de = serde_json::Deserializer::from_slice(header);
+    let fields = de.deserialize_map(HeaderVisitor)?;
+    de.end()?;
     Ok(RemotingCommand {
-        code: int_field(&fields, "code")?,
-        language: language_field(&fields)?,
-        version: int_field(&fields, "version")?,
-        opaque: int_field(&fields, "opaque")?,
-        flag: int_field(&fields, "flag")?,
-        remark: match fields.get("remark") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(scalar_text(value).ok_or(FrameError::JsonField("remark"))?),
+        code: int_field(fields.code, "code")?,
+        language: language_field(fields.language)?,
+        version: int_field(fields.version, "version")?,
+        opaque: int_field(fields.opaque, "opaque")?,
+        flag: int_field(fields.flag, "flag")?,
+        remark: match fields.remark {
+            Scalar::Null => None,
+            other => Some(other.into_text().ok_or(FrameError::JsonField("remark"))?),
         },
-        ext_fields: ext_fields(fields.remove("extFields"))?,
+        ext_fields: match fields.ext_fields {
+            Scalar::Null => ExtFields::new(),
+            Scalar::Object(ext) => ext,
+            _ => return Err(FrameError::JsonField("extFields")),
+        },
         serialize_type: SerializeType::Json,
         body,
     })
@@ -33,56 +47,200 @@ pub(super) fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, Fram
 
 /// An int field: a JSON integer or a string holding one (fastjson converts both); missing or
 /// null is 0, as for a Java `int`.
-fn int_field(fields: &Map<String, Value>, name: &'static str) -> Result<i32, FrameError> {
-    let parsed = match fields.get(name) {
-        None | Some(Value::Null) => return Ok(0),
-        Some(Value::Number(n)) => n.as_i64().and_then(|n| i32::try_from(n).ok()),
-        Some(Value::String(s)) => s.trim().parse().ok(),
-        Some(_) => None,
+fn int_field(value: Scalar, name: &'static str) -> Result<i32, FrameError> {
+    let parsed = match value {
+        Scalar::Null => return Ok(0),
+        Scalar::Int(n) => i32::try_from(n).ok(),
+        Scalar::Text(s) => s.trim().parse().ok(),
+        _ => None,
     };
     parsed.ok_or(FrameError::JsonField(name))
 }
 
 /// `language` as an enum name (or its ordinal, which fastjson also accepts). Missing means JAVA,
 /// the Java field's default; an unknown name is OTHER.
-fn language_field(fields: &Map<String, Value>) -> Result<LanguageCode, FrameError> {
-    match fields.get("language") {
-        None | Some(Value::Null) => Ok(LanguageCode::Java),
-        Some(Value::String(name)) => Ok(LanguageCode::from_name(name)),
-        Some(Value::Number(n)) => Ok(n
-            .as_u64()
-            .and_then(|n| u8::try_from(n).ok())
-            .map_or(LanguageCode::Other, LanguageCode::from_code)),
-        Some(_) => Err(FrameError::JsonField("language")),
+fn language_field(value: Scalar) -> Result<LanguageCode, FrameError> {
+    match value {
+        Scalar::Null => Ok(LanguageCode::Java),
+        Scalar::Text(name) => Ok(LanguageCode::from_name(&name)),
+        Scalar::Int(n) => Ok(u8::try_from(n).map_or(LanguageCode::Other, LanguageCode::from_code)),
+        _ => Err(FrameError::JsonField("language")),
     }
 }
 
-/// `extFields` as a map of strings. Numbers and booleans become their JSON text (the C++ client
-/// sends `"queueId":1`); nested values their JSON text; null values are dropped, as the Java
-/// decoder treats a null field as absent.
-fn ext_fields(value: Option<Value>) -> Result<ExtFields, FrameError> {
-    let fields = match value {
-        None | Some(Value::Null) => return Ok(ExtFields::new()),
-        Some(Value::Object(fields)) => fields,
-        Some(_) => return Err(FrameError::JsonField("extFields")),
-    };
-    Ok(fields
-        .into_iter()
-        .filter_map(|(key, value)| match value {
-            Value::Null => None,
-            Value::String(text) => Some((key, text)),
-            other => Some((key, other.to_string())),
-        })
-        .collect())
+/// The header's fields as read; absent ones stay `Null`. Unknown keys (such as
+/// `serializeTypeCurrentRPC`, which the type byte overrides) are skipped; a repeated key keeps
+/// its last value, as fastjson does.
+struct HeaderFields {
+    code: Scalar,
+    language: Scalar,
+    version: Scalar,
+    opaque: Scalar,
+    flag: Scalar,
+    remark: Scalar,
+    ext_fields: Scalar,
 }
 
-/// The text of a scalar: strings as they are, numbers and booleans as their JSON text.
-fn scalar_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
+struct HeaderVisitor;
+
+impl<'de> Visitor<'de> for HeaderVisitor {
+    type Value = HeaderFields;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a RemotingCommand header object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HeaderFields, A::Error> {
+        let mut fields = HeaderFields {
+            code: Scalar::Null,
+            language: Scalar::Null,
+            version: Scalar::Null,
+            opaque: Scalar::Null,
+            flag: Scalar::Null,
+            remark: Scalar::Null,
+            ext_fields: Scalar::Null,
+        };
+        while let Some(key) = map.next_key::<Key>()? {
+            let slot = match key {
+                Key::Code => &mut fields.code,
+                Key::Language => &mut fields.language,
+                Key::Version => &mut fields.version,
+                Key::Opaque => &mut fields.opaque,
+                Key::Flag => &mut fields.flag,
+                Key::Remark => &mut fields.remark,
+                Key::ExtFields => &mut fields.ext_fields,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = map.next_value()?;
+        }
+        Ok(fields)
+    }
+}
+
+/// A header key, matched without allocating.
+enum Key {
+    Code,
+    Language,
+    Version,
+    Opaque,
+    Flag,
+    Remark,
+    ExtFields,
+    Other,
+}
+
+impl<'de> de::Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl Visitor<'_> for KeyVisitor {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a header key")
+    }
+    fn visit_str<E>(self, key: &str) -> Result<Key, E> {
+        Ok(match key {
+            "code" => Key::Code,
+            "language" => Key::Language,
+            "version" => Key::Version,
+            "opaque" => Key::Opaque,
+            "flag" => Key::Flag,
+            "remark" => Key::Remark,
+            "extFields" => Key::ExtFields,
+            _ => Key::Other,
+        })
+    }
+}
+
+/// A header value before it is checked against its field: any JSON value is accepted here.
+/// Objects are kept as `extFields` needs them, arrays are skipped.
+enum Scalar {
+    Null,
+    Int(i64),
+    /// A number that is not an i64 (fraction, exponent or beyond 64 bits).
+    OtherNumber(String),
+    Text(String),
+    Bool(bool),
+    /// An object, its values made strings as for `extFields`.
+    Object(ExtFields),
+    Array,
+}
+
+impl Scalar {
+    /// The text of a scalar: strings as they are, numbers and booleans as their JSON text.
+    fn into_text(self) -> Option<String> {
+        match self {
+            Scalar::Int(n) => Some(n.to_string()),
+            Scalar::OtherNumber(text) | Scalar::Text(text) => Some(text),
+            Scalar::Bool(b) => Some(b.to_string()),
+            Scalar::Null | Scalar::Object(_) | Scalar::Array => None,
+        }
+    }
+}
+
+impl<'de> de::Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Int(n))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Scalar, E> {
+        Ok(i64::try_from(n).map_or_else(|_| Scalar::OtherNumber(n.to_string()), Scalar::Int))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Scalar, E> {
+        Ok(Scalar::OtherNumber(Value::from(n).to_string()))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Text(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Scalar, E> {
+        Ok(Scalar::Text(s))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scalar, A::Error> {
+        IgnoredAny.visit_seq(seq).map(|_| Scalar::Array)
+    }
+    /// Values become strings: numbers and booleans their JSON text (the C++ client sends
+    /// `"queueId":1`), nested values their JSON text; a null value is dropped, as the Java
+    /// decoder treats a null field as absent.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            match value {
+                Value::Null => {}
+                Value::String(text) => {
+                    ext.insert(key, text);
+                }
+                other => {
+                    ext.insert(key, other.to_string());
+                }
+            }
+        }
+        Ok(Scalar::Object(ext))
     }
 }
 

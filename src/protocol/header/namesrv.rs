@@ -160,3 +160,11 @@ header! {
         opt election_priority: i32 = "electionPriority",
     }
 }
+
+header! {
+    /// GET_BROKER_MEMBER_GROUP request (`GetBrokerMemberGroupRequestHeader`), acting-master mode.
+    pub struct GetBrokerMemberGroupRequestHeader {
+        req cluster_name: String = "clusterName",
+        req broker_name: String = "brokerName",
+    }
+}
