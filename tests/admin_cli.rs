@@ -61,6 +61,17 @@ fn cluster_list_topic_route_and_topic_list_print_what_the_namesrv_holds() {
         assert!(ok, "{err}");
         assert_eq!(out, "Audit\nOrderTopic\nTBW102\n");
 
+        // Without -n, the address comes from NAMESRV_ADDR, as for mqadmin.
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
+            .args(["admin", "topicList"])
+            .env("NAMESRV_ADDR", &ns.addr)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "Audit\nOrderTopic\nTBW102\n"
+        );
+
         let (ok, _, err) = ns.admin(&["topicRoute", "-t", "Missing"]);
         assert!(!ok);
         assert!(err.contains("TOPIC_NOT_EXIST (17)"), "{err}");

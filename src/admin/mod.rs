@@ -16,8 +16,22 @@ use crate::server::connection::RemotingError;
 #[derive(Debug, clap::Args)]
 pub struct NamesrvArg {
     /// NameServer address(es), `host:port[;host:port...]`; the first that answers is used.
-    #[arg(short = 'n', long = "namesrvAddr", default_value = "127.0.0.1:9876")]
-    pub namesrv: String,
+    /// Defaults to $NAMESRV_ADDR, as for mqadmin, then to 127.0.0.1:9876.
+    #[arg(short = 'n', long = "namesrvAddr")]
+    pub namesrv: Option<String>,
+}
+
+/// The environment variable mqadmin reads the NameServer list from.
+const NAMESRV_ADDR_ENV: &str = "NAMESRV_ADDR";
+const NAMESRV_ADDR_DEFAULT: &str = "127.0.0.1:9876";
+
+impl NamesrvArg {
+    fn addresses(&self) -> String {
+        self.namesrv
+            .clone()
+            .or_else(|| std::env::var(NAMESRV_ADDR_ENV).ok())
+            .unwrap_or_else(|| NAMESRV_ADDR_DEFAULT.to_owned())
+    }
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -102,7 +116,7 @@ async fn call<T: serde::de::DeserializeOwned>(
 ) -> Result<T, AdminError> {
     let mut last_error = AdminError::NoAddress;
     for addr in namesrv
-        .namesrv
+        .addresses()
         .split(';')
         .map(str::trim)
         .filter(|a| !a.is_empty())
