@@ -353,9 +353,22 @@ fn admin_request_codes_kv_config_permissions_and_topic_deletion() {
             body::decode::<KvTable>(&resp.body).unwrap().table["T"],
             "broker-a:4"
         );
+        let list = |namespace: &str| {
+            RemotingCommand::request(request::GET_KVLIST_BY_NAMESPACE).with_header(
+                &GetKvListByNamespaceRequestHeader {
+                    namespace: namespace.into(),
+                },
+            )
+        };
+        let resp = call(&conn, list("ORDER_TOPIC_CONFIG")).await;
+        assert_eq!(body::decode::<KvTable>(&resp.body).unwrap().table.len(), 1);
         let delete = RemotingCommand::request(request::DELETE_KV_CONFIG).with_header(&key);
         assert_eq!(call(&conn, delete).await.code, response::SUCCESS);
         assert_eq!(call(&conn, get()).await.code, response::QUERY_NOT_FOUND);
+        assert_eq!(
+            call(&conn, list("ORDER_TOPIC_CONFIG")).await.code,
+            response::QUERY_NOT_FOUND
+        );
     })
     .unwrap();
 }

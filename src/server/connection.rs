@@ -12,7 +12,11 @@
 //!   with one `write_all`, so a burst of responses costs one syscall.
 //!
 //! A frame that does not decode closes this connection only, with a log line.
-//! Costs per request: one frame decode (body copied once), one task spawn, one encode.
+//! Costs per request: one frame decode (body copied once), one task spawn, one encode; per
+//! read, up to 64 KiB of buffer zero-filled before the socket writes into it; per connection,
+//! two descriptors. Measured with tests/namesrv_throughput.rs (release build, client and
+//! NameServer sharing 2 cores): ~9k route lookups/s one at a time, 65-95k/s with 128 in
+//! flight on one connection.
 
 use super::{ConnectionId, RequestError, RequestHandler};
 use crate::protocol::codes::response;
