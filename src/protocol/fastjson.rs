@@ -589,4 +589,37 @@ mod tests {
             Err(FastjsonError::Shape(_))
         ));
     }
+
+    /// JSON values of bounded size and depth for the property tests.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| Value::Number(n.into())),
+            "\\PC{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec(("\\PC{0,6}", inner), 0..4)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic_the_reader(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = parse(&bytes);
+        }
+
+        #[test]
+        fn what_the_writer_emits_reads_back(value in json_value()) {
+            for style in [JsonStyle::Standard, JsonStyle::Legacy] {
+                let text = to_vec(&value, style).unwrap();
+                proptest::prop_assert_eq!(&parse(&text).unwrap(), &value);
+            }
+        }
+    }
 }
