@@ -148,6 +148,15 @@ impl RouteTable {
         if self.topic_queues.len() + new_topics > TOPICS_MAX {
             return Err(RouteTableError::TooManyTopics);
         }
+        // Checked before anything is created (Java checks after adding the group and cluster
+        // entries, and leaves them behind when it refuses).
+        let id_known = self
+            .brokers
+            .get(&reg.broker_name)
+            .is_some_and(|b| b.broker_addrs.contains_key(&reg.broker_id));
+        if !id_known && reg.topics.topic_config_table.len() == 1 {
+            return Err(RouteTableError::NotYetRegistered);
+        }
         let previous_version = self.live.get(&key).map(|live| live.data_version);
         let version_changed = previous_version != Some(reg.topics.data_version);
 
@@ -188,11 +197,6 @@ impl RouteTable {
                     return Ok(RegisterOutcome::default());
                 }
             }
-        }
-        if !broker.broker_addrs.contains_key(&reg.broker_id)
-            && reg.topics.topic_config_table.len() == 1
-        {
-            return Err(RouteTableError::NotYetRegistered);
         }
         self.clusters
             .entry(reg.cluster_name.clone())
@@ -270,12 +274,12 @@ impl RouteTable {
             .retain(|_, addr| *addr != key.broker_addr);
         if broker.broker_addrs.is_empty() {
             self.brokers.remove(broker_name);
-            if let Some(names) = self.clusters.get_mut(&key.cluster_name) {
+            // From every cluster, not only this key's: a broker re-registered under another
+            // cluster name is listed in both, and Java's NameServer leaks the second listing.
+            self.clusters.retain(|_, names| {
                 names.remove(broker_name);
-                if names.is_empty() {
-                    self.clusters.remove(&key.cluster_name);
-                }
-            }
+                !names.is_empty()
+            });
             self.topic_queues.retain(|_, queues| {
                 queues.remove(broker_name);
                 !queues.is_empty()
@@ -323,20 +327,20 @@ impl RouteTable {
         gone
     }
 
+    /// Unregisters the broker at `key`'s address from every group that lists it. The process
+    /// at that address is gone, so no listing of it is current; looking only in the group of
+    /// the key's cluster (as Java does) leaves a group behind when its member re-registered
+    /// under another cluster or broker name.
     fn unregister_by_addr(&mut self, key: &BrokerAddrKey) {
-        let name = self
+        self.live.remove(key);
+        let names: Vec<String> = self
             .brokers
             .values()
-            .find(|b| {
-                b.cluster == key.cluster_name
-                    && b.broker_addrs.values().any(|a| *a == key.broker_addr)
-            })
-            .map(|b| b.broker_name.clone());
-        match name {
-            Some(name) => self.unregister(key, &name),
-            None => {
-                self.live.remove(key);
-            }
+            .filter(|b| b.broker_addrs.values().any(|a| *a == key.broker_addr))
+            .map(|b| b.broker_name.clone())
+            .collect();
+        for name in names {
+            self.unregister(key, &name);
         }
     }
 

@@ -312,3 +312,56 @@ fn the_table_refuses_brokers_beyond_its_bound() {
         1,
     );
 }
+
+/// Found by `nothing_outlives_the_brokers`; Apache's NameServer leaks in all three cases.
+#[test]
+fn refused_and_moved_registrations_leave_nothing_behind() {
+    let mut table = RouteTable::new();
+    // A one-topic body before the first full registration is refused without a trace.
+    let early = registration("broker-a", 0, "a:1", version(1), &[("T1", 4)]);
+    assert!(table.register(early, 0).is_err());
+    assert_eq!(table.cluster_info(), ClusterInfo::default());
+
+    // The same broker re-registered under another cluster name, then silent.
+    ok(&mut table, master_a(), 0);
+    ok(
+        &mut table,
+        BrokerRegistration {
+            cluster_name: "Other".into(),
+            ..master_a()
+        },
+        1,
+    );
+    // The same address re-registered under another broker name, then silent.
+    let renamed = registration("broker-z", 0, "a:1", version(1), &[("T1", 4), ("T9", 4)]);
+    ok(&mut table, renamed, 2);
+    table.expire(u64::MAX);
+    assert_eq!(table.cluster_info(), ClusterInfo::default());
+    assert!(table.topics().topic_list.is_empty());
+}
+
+proptest::proptest! {
+    /// Whatever brokers registered (names, ids and addresses colliding at will, full or
+    /// incremental bodies), once every one of them has expired nothing is left behind.
+    #[test]
+    fn nothing_outlives_the_brokers(
+        regs in proptest::collection::vec((0..3usize, 0..3i64, 0..4usize, 0..4usize, 1..3i64, 0..3usize), 1..24)
+    ) {
+        let names = ["broker-a", "broker-b", "broker-c"];
+        let addrs = ["a:1", "a:2", "b:1", "b:2"];
+        let topic_sets: [&[(&str, i32)]; 4] = [&[("T1", 4), ("T2", 4)], &[("T3", 1)], &[("T1", 8), ("T4", 2)], &[]];
+        let mut table = RouteTable::new();
+        for (now_ms, (name, id, addr, topics, counter, cluster)) in regs.into_iter().enumerate() {
+            let mut reg = registration(names[name], id, addrs[addr], version(counter), topic_sets[topics]);
+            reg.cluster_name = ["C1", "C2", "C3"][cluster].into();
+            // Refusals (an incremental body before a full one) are part of the game.
+            let _ = table.register(reg, now_ms as u64);
+        }
+        table.expire(u64::MAX);
+        proptest::prop_assert_eq!(table.topics().topic_list, Vec::<String>::new());
+        let info = table.cluster_info();
+        proptest::prop_assert!(info.broker_addr_table.is_empty(), "{:?}", info.broker_addr_table);
+        proptest::prop_assert!(info.cluster_addr_table.is_empty(), "{:?}", info.cluster_addr_table);
+        proptest::prop_assert_eq!(table.next_deadline_ms(), None);
+    }
+}
