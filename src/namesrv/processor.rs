@@ -82,9 +82,10 @@ impl NameServer {
         &self.routes
     }
 
-    fn process(
+    /// Serves one request that arrived on connection `conn`; the heart of [`RequestHandler::handle`].
+    pub fn process(
         &self,
-        conn: &Connection,
+        conn: ConnectionId,
         req: &RemotingCommand,
     ) -> Result<RemotingCommand, RequestError> {
         let ok = || RemotingCommand::response_to(req, response::SUCCESS, None);
@@ -196,12 +197,12 @@ impl NameServer {
 
     fn register_broker(
         &self,
-        conn: &Connection,
+        conn: ConnectionId,
         req: &RemotingCommand,
     ) -> Result<RemotingCommand, RequestError> {
         let header: RegisterBrokerRequestHeader = req.decode_header()?;
         if header.body_crc32 != 0 && body_crc32(&req.body) != header.body_crc32 {
-            tracing::warn!(peer = %conn.peer_addr(), broker = %header.broker_name, "register body crc32 mismatch");
+            tracing::warn!(connection = conn.0, broker = %header.broker_name, "register body crc32 mismatch");
             return Ok(RemotingCommand::response_to(
                 req,
                 response::SYSTEM_ERROR,
@@ -221,7 +222,7 @@ impl NameServer {
                 .and_then(|ms| u64::try_from(ms).ok()),
             enable_acting_master: header.enable_acting_master,
             topics,
-            connection: Some(conn.id()),
+            connection: Some(conn),
         };
         let (name, addr) = (
             registration.broker_name.clone(),
@@ -307,7 +308,7 @@ impl RequestHandler for NameServer {
         conn: &Rc<Connection>,
         request: &RemotingCommand,
     ) -> Result<RemotingCommand, RequestError> {
-        self.process(conn, request)
+        self.process(conn.id(), request)
     }
 
     fn connection_closed(&self, connection: ConnectionId) {
@@ -349,3 +350,7 @@ fn register_topics(
     let body: RegisterBrokerBody = body::decode(&req.body)?;
     Ok(body.topic_config_serialize_wrapper)
 }
+
+#[cfg(test)]
+#[path = "processor_tests.rs"]
+mod tests;
