@@ -1,9 +1,11 @@
-//! ringmq against Apache RocketMQ's own NameServer (5.3.3, run from the Maven jars):
-//! `ringmq admin` reads it, ringmq's client registers brokers with it in both header
-//! serializations, and for the same registrations ringmq's NameServer sends route bodies
-//! byte-identical to Apache's, for a 4.9.4+ client and for an older one.
+//! ringmq against Apache RocketMQ's own NameServer and mqadmin (5.3.3, run from the Maven
+//! jars): `ringmq admin` reads Apache's NameServer, mqadmin reads ringmq's, ringmq's client
+//! registers brokers with Apache's in both header serializations, and for the same
+//! registrations ringmq's NameServer sends route bodies byte-identical to Apache's, for a
+//! 4.9.4+ client and for an older one.
 //!
-//! Needs Java 17+ and rocketmq-namesrv 5.3.3 in ~/.m2 (resolved offline), so it is ignored by
+//! Needs Java 17+ and rocketmq-namesrv and rocketmq-tools 5.3.3 in ~/.m2 (resolved offline),
+//! so it is ignored by
 //! default: `cargo test -p ringmq --test admin_apache_namesrv -- --ignored`.
 
 mod namesrv_support;
@@ -20,7 +22,8 @@ use std::sync::mpsc;
 struct ApacheNameServer {
     child: Child,
     addr: String,
-    _home: TempDir,
+    classpath: String,
+    home: TempDir,
 }
 
 /// A directory removed on drop (ROCKETMQ_HOME and the config file of the Java NameServer).
@@ -46,9 +49,10 @@ impl ApacheNameServer {
             .port();
         let config = home.0.join("namesrv.properties");
         std::fs::write(&config, format!("listenPort={port}\n")).unwrap();
+        let classpath = maven_classpath("admin_apache");
         let mut child = Command::new("java")
             .arg("-cp")
-            .arg(maven_classpath("admin_apache"))
+            .arg(&classpath)
             .arg("org.apache.rocketmq.namesrv.NamesrvStartup")
             .arg("-c")
             .arg(&config)
@@ -68,12 +72,34 @@ impl ApacheNameServer {
         let server = Self {
             child,
             addr: format!("127.0.0.1:{port}"),
-            _home: home,
+            classpath,
+            home,
         };
         booted_rx
             .recv_timeout(EVENT_DEADLINE)
             .expect("Apache NameServer booted");
         server
+    }
+}
+
+impl ApacheNameServer {
+    /// Runs Apache's `mqadmin <args> -n <namesrv>` and returns its standard output.
+    fn mqadmin(&self, namesrv: &str, args: &[&str]) -> String {
+        let output = Command::new("java")
+            .arg("-cp")
+            .arg(&self.classpath)
+            .arg("org.apache.rocketmq.tools.command.MQAdminStartup")
+            .args(args)
+            .args(["-n", namesrv])
+            .env("ROCKETMQ_HOME", &self.home.0)
+            .output()
+            .expect("run mqadmin");
+        assert!(
+            output.status.success(),
+            "mqadmin {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("utf-8 output")
     }
 }
 
@@ -153,6 +179,16 @@ fn admin_reads_apache_namesrv_and_route_bodies_match_it_byte_for_byte() {
             assert!(ok, "{args:?} against ringmq: {err}");
             assert_eq!(from_apache, from_ours, "{args:?}");
             println!("{args:?}:\n{from_apache}");
+        }
+
+        // Apache's mqadmin reads ringmq's NameServer as it reads Apache's. (Not clusterList:
+        // it asks every broker for runtime statistics, and these brokers do not exist.)
+        for args in [&["topicList"][..], &["topicRoute", "-t", "A"]] {
+            let from_apache = apache.mqadmin(&apache.addr, args);
+            let from_ours = apache.mqadmin(&ours.addr, args);
+            assert!(from_ours.contains('A'), "{args:?}: {from_ours}");
+            assert_eq!(from_ours, from_apache, "mqadmin {args:?}");
+            println!("mqadmin {args:?}:\n{from_ours}");
         }
     })
     .unwrap();
