@@ -1,5 +1,6 @@
 //! The `ringmq` binary: one executable, one clap subcommand per role.
 use clap::{Parser, Subcommand};
+use glommio::{LocalExecutorBuilder, Placement};
 use ringmq::admin::{self, AdminCommand};
 use ringmq::namesrv::route_table::BROKER_EXPIRY_MS_DEFAULT;
 use std::net::SocketAddr;
@@ -27,6 +28,9 @@ enum Command {
         /// Seconds without a registration after which a broker is dropped.
         #[arg(long, default_value_t = BROKER_EXPIRY_MS_DEFAULT / 1000)]
         expire_secs: u64,
+        /// Pin the NameServer's executor to this CPU (default: let the OS place it).
+        #[arg(long)]
+        cpu: Option<usize>,
     },
     /// mqadmin-like commands against a NameServer (ours or Apache RocketMQ's).
     Admin {
@@ -48,7 +52,8 @@ fn main() -> ExitCode {
         Command::Namesrv {
             listen,
             expire_secs,
-        } => run_namesrv(listen, Duration::from_secs(expire_secs)),
+            cpu,
+        } => run_namesrv(listen, Duration::from_secs(expire_secs), cpu),
         Command::Admin { command } => admin::run(&command)
             .map(|output| print!("{output}"))
             .map_err(|e| e.to_string()),
@@ -62,14 +67,21 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_namesrv(listen: SocketAddr, broker_timeout: Duration) -> Result<(), String> {
-    let served = ringmq::client::block_on(ringmq::namesrv::run(listen, broker_timeout, |bound| {
+/// Runs the NameServer on one glommio executor: one thread, one core.
+fn run_namesrv(
+    listen: SocketAddr,
+    broker_timeout: Duration,
+    cpu: Option<usize>,
+) -> Result<(), String> {
+    let placement = cpu.map_or(Placement::Unbound, Placement::Fixed);
+    let executor = LocalExecutorBuilder::new(placement)
+        .name("namesrv")
+        .make()
+        .map_err(|err| format!("namesrv: no executor: {err}"))?;
+    let served = executor.run(ringmq::namesrv::run(listen, broker_timeout, |bound| {
         // On stdout, so scripts and tests that asked for port 0 learn the port.
         println!("ringmq namesrv listening on {bound}");
-        tracing::info!(%bound, ?broker_timeout, "NameServer started");
+        tracing::info!(%bound, ?broker_timeout, ?cpu, "NameServer started");
     }));
-    match served {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(err)) | Err(err) => Err(format!("namesrv: {err}")),
-    }
+    served.map_err(|err| format!("namesrv: {err}"))
 }

@@ -210,3 +210,22 @@ fn running_out_of_descriptors_does_not_stop_the_server() {
     })
     .unwrap();
 }
+
+#[test]
+fn an_impossible_cpu_or_address_is_a_startup_error_not_a_panic() {
+    // 192.0.2.1 (TEST-NET-1) is no address of this host, so binding it fails.
+    let cases: [&[&str]; 2] = [&["127.0.0.1:0", "--cpu", "100000"], &["192.0.2.1:0"]];
+    for args in cases {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
+            .args(["namesrv", "--listen"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("ringmq: namesrv:") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+    }
+}
