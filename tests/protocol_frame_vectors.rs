@@ -140,3 +140,29 @@ fn v8_json_pull_not_found_response() {
     assert_eq!(ours.len(), frame.len());
     assert_eq!(decode_whole(&ours), cmd);
 }
+
+#[test]
+fn split_frame_shares_the_body_with_the_read_buffer() {
+    use ringmq::protocol::frame::split_frame;
+
+    let frame = vector_bytes("v1_send_message_v2_request.hex");
+    let mut buf = BytesMut::from(&frame[..frame.len() - 1]);
+    assert!(split_frame(&mut buf).unwrap().is_none());
+    assert_eq!(
+        buf.len(),
+        frame.len() - 1,
+        "an incomplete frame stays in the buffer"
+    );
+    buf.extend_from_slice(&frame[frame.len() - 1..]);
+    buf.extend_from_slice(&frame[..3]); // the start of the next frame
+    let body_at = buf.as_ptr() as usize + frame.len() - 2;
+
+    let cmd = split_frame(&mut buf).unwrap().unwrap();
+    assert_eq!(cmd, decode_whole(&frame));
+    assert_eq!(
+        cmd.body.as_ptr() as usize,
+        body_at,
+        "the body is not a copy"
+    );
+    assert_eq!(&buf[..], &frame[..3]);
+}

@@ -202,7 +202,40 @@ fn round_trip<H: CommandHeader + PartialEq + std::fmt::Debug>(header: &H) {
     assert_eq!(&H::decode(&ext).unwrap(), header);
 }
 
+/// extFields as a hostile or sloppy peer could send them: real keys, any values.
+fn sloppy_ext() -> impl Strategy<Value = ExtFields> {
+    let key = prop_oneof![
+        Just("topic".to_string()),
+        Just("queueId".to_string()),
+        Just("brokerId".to_string()),
+        Just("committed".to_string()),
+        Just("boundaryType".to_string()),
+        Just("a".to_string()),
+        Just("e".to_string()),
+        Just("m".to_string()),
+        ".{0,4}",
+    ];
+    let value = prop_oneof![
+        ".{0,6}",
+        any::<i64>().prop_map(|n| n.to_string()),
+        Just("true".into())
+    ];
+    proptest::collection::hash_map(key, value, 0..8)
+}
+
 proptest! {
+    #[test]
+    fn any_ext_fields_decode_to_a_header_or_a_header_error(ext in sloppy_ext()) {
+        // Ok or a typed error; a panic fails the test.
+        let _ = GetRouteInfoRequestHeader::decode(&ext);
+        let _ = SendMessageRequestHeaderV2::decode(&ext);
+        let _ = RegisterBrokerRequestHeader::decode(&ext);
+        let _ = SearchOffsetRequestHeader::decode(&ext);
+        if let Ok(max) = GetMaxOffsetRequestHeader::decode(&ext) {
+            prop_assert_eq!(Some(max.topic.as_str()), ext.get("topic").map(String::as_str));
+        }
+    }
+
     #[test]
     fn send_header_round_trips_in_both_key_forms(header in send_header()) {
         round_trip(&header);

@@ -158,3 +158,25 @@ fn frames_for_the_java_decoder() {
         std::fs::write(dir.join(format!("{name}.bin")), &out[..]).unwrap();
     }
 }
+
+#[test]
+fn json_strings_are_escaped_byte_for_byte_as_fastjson_does() {
+    use ringmq::protocol::command::RemotingCommand;
+
+    let mut all: String = (0u8..0x80).map(char::from).collect();
+    all.push_str("é中\u{2028}\u{2029}😀");
+    let mut request = RemotingCommand::request(0);
+    request.opaque = 3;
+    let mut response = RemotingCommand::response_to(&request, 1, Some(all.clone()));
+    response.ext_fields.insert("k\u{1}".into(), all);
+
+    let theirs = java("escapes_response");
+    let mut ours = BytesMut::new();
+    encode_frame(&response, &mut ours);
+    assert_eq!(
+        String::from_utf8_lossy(&ours[8..]),
+        String::from_utf8_lossy(&theirs[8..])
+    );
+    assert_eq!(&ours[..], &theirs[..]);
+    assert_eq!(decode_frame(&theirs).unwrap().unwrap().0, response);
+}

@@ -6,7 +6,7 @@ use bytes::{Bytes, BytesMut};
 use proptest::collection::{hash_map, vec};
 use proptest::prelude::*;
 use ringmq::protocol::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
-use ringmq::protocol::frame::{decode_frame, encode_frame};
+use ringmq::protocol::frame::{decode_frame, encode_frame, split_frame};
 use ringmq::protocol::message::*;
 use std::net::{IpAddr, SocketAddr};
 
@@ -93,16 +93,22 @@ proptest! {
         cut_points.push(stream.len());
         cut_points.sort_unstable();
         let (mut buffer, mut fed, mut decoded) = (Vec::new(), 0, Vec::new());
+        let (mut shared, mut split) = (BytesMut::new(), Vec::new());
         for cut in cut_points {
             buffer.extend_from_slice(&stream[fed..cut]);
+            shared.extend_from_slice(&stream[fed..cut]);
             fed = cut;
             while let Some((cmd, consumed)) = decode_frame(&buffer).unwrap() {
                 decoded.push(cmd);
                 buffer.drain(..consumed);
             }
+            while let Some(cmd) = split_frame(&mut shared).unwrap() {
+                split.push(cmd);
+            }
         }
-        prop_assert!(buffer.is_empty());
-        prop_assert_eq!(decoded, cmds.iter().map(as_received).collect::<Vec<_>>());
+        prop_assert!(buffer.is_empty() && shared.is_empty());
+        prop_assert_eq!(&decoded, &cmds.iter().map(as_received).collect::<Vec<_>>());
+        prop_assert_eq!(split, decoded);
     }
 
     #[test]

@@ -60,7 +60,28 @@ pub enum FrameError {
 ///
 /// Ok(None) = need more bytes; Ok(Some((cmd, consumed))) = one frame; Err = close the connection.
 /// An oversized frame is refused as soon as its length prefix is read, before its bytes arrive.
+/// The body is copied out of `buf`; [`split_frame`] shares it instead.
 pub fn decode_frame(buf: &[u8]) -> Result<Option<(RemotingCommand, usize)>, FrameError> {
+    let Some(frame_bytes) = frame_len(buf)? else {
+        return Ok(None);
+    };
+    let command = decode_complete(&buf[..frame_bytes], Bytes::copy_from_slice)?;
+    Ok(Some((command, frame_bytes)))
+}
+
+/// Like [`decode_frame`], but takes the frame off the front of `buf` and shares its bytes: the
+/// body is a slice of the read buffer, so a message body reaches the store without a copy.
+pub fn split_frame(buf: &mut BytesMut) -> Result<Option<RemotingCommand>, FrameError> {
+    let Some(frame_bytes) = frame_len(buf)? else {
+        return Ok(None);
+    };
+    let frame = buf.split_to(frame_bytes).freeze();
+    decode_complete(&frame, |body| frame.slice_ref(body)).map(Some)
+}
+
+/// The length of the frame at the start of `buf` once all of it is there, checked against the
+/// limits as soon as the length prefix is.
+fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
     let Some(prefix) = buf.get(..4) else {
         return Ok(None);
     };
@@ -72,9 +93,14 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(RemotingCommand, usize)>, Fram
     if frame_bytes > FRAME_BYTES_MAX {
         return Err(FrameError::TooLarge { bytes: frame_bytes });
     }
-    let Some(frame) = buf.get(..frame_bytes) else {
-        return Ok(None);
-    };
+    Ok((buf.len() >= frame_bytes).then_some(frame_bytes))
+}
+
+/// Decodes one whole frame; `body_of` turns the body's bytes into the command's `Bytes`.
+fn decode_complete(
+    frame: &[u8],
+    body_of: impl FnOnce(&[u8]) -> Bytes,
+) -> Result<RemotingCommand, FrameError> {
     let type_byte = frame[4];
     let header_bytes = u32::from_be_bytes([0, frame[5], frame[6], frame[7]]) as usize;
     let serialize_type =
@@ -82,7 +108,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(RemotingCommand, usize)>, Fram
     if header_bytes > HEADER_BYTES_MAX {
         return Err(FrameError::HeaderTooLarge(header_bytes));
     }
-    let available = frame_bytes - FRAME_PREFIX_BYTES;
+    let available = frame.len() - FRAME_PREFIX_BYTES;
     if header_bytes > available {
         return Err(FrameError::HeaderLengthExceedsFrame {
             header: header_bytes,
@@ -91,12 +117,11 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(RemotingCommand, usize)>, Fram
     }
     let header_end = FRAME_PREFIX_BYTES + header_bytes;
     let header = &frame[FRAME_PREFIX_BYTES..header_end];
-    let body = Bytes::copy_from_slice(&frame[header_end..]);
-    let command = match serialize_type {
-        SerializeType::Json => json::decode(header, body)?,
-        SerializeType::RocketMq => rocketmq::decode(header, body)?,
-    };
-    Ok(Some((command, frame_bytes)))
+    let body = body_of(&frame[header_end..]);
+    match serialize_type {
+        SerializeType::Json => json::decode(header, body),
+        SerializeType::RocketMq => rocketmq::decode(header, body),
+    }
 }
 
 /// Appends `cmd` as one frame to `out`.

@@ -246,8 +246,7 @@ impl<'de> Visitor<'de> for ScalarVisitor {
 
 /// Writes the header as fastjson does: alphabetical keys, `extFields` and `remark` only when
 /// present. extFields keys are sorted too (Java writes HashMap order, which no reader relies
-/// on), so output is deterministic. Strings are escaped by serde_json, which writes control
-/// characters as `\u00XX` (or `\n`-style) exactly like fastjson.
+/// on), so output is deterministic. Strings are escaped as fastjson escapes them.
 pub(super) fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
     write_header(cmd, &mut out.writer()).expect("writing into a BytesMut cannot fail");
 }
@@ -262,9 +261,9 @@ fn write_header(cmd: &RemotingCommand, w: &mut impl Write) -> std::io::Result<()
             if i > 0 {
                 w.write_all(b",")?;
             }
-            serde_json::to_writer(&mut *w, key)?;
+            write_string(w, key)?;
             w.write_all(b":")?;
-            serde_json::to_writer(&mut *w, value)?;
+            write_string(w, value)?;
         }
         w.write_all(b"}")?;
     }
@@ -277,11 +276,72 @@ fn write_header(cmd: &RemotingCommand, w: &mut impl Write) -> std::io::Result<()
     )?;
     if let Some(remark) = &cmd.remark {
         w.write_all(b",\"remark\":")?;
-        serde_json::to_writer(&mut *w, remark)?;
+        write_string(w, remark)?;
     }
     write!(
         w,
         ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}",
         cmd.version
     )
+}
+
+/// How [`write_string`] treats each byte: 0 = copy; `u` = `\u00XX`; [`LEAD_E2`] = first byte
+/// of U+2028/U+2029 (escaped) or of another character (copied); anything else = a backslash and
+/// that byte (`\"`, `\\`, `\n`…).
+const ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0A] = b'n';
+    table[0x0C] = b'f';
+    table[0x0D] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[0x7F] = b'u';
+    table[0xE2] = LEAD_E2;
+    table
+};
+const LEAD_E2: u8 = 1;
+
+/// `\uXXXX` with upper-case hex, as fastjson writes it.
+fn unicode_escape(c: u32) -> [u8; 6] {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let hex = |shift: u32| HEX[(c >> shift & 0xF) as usize];
+    [b'\\', b'u', hex(12), hex(8), hex(4), hex(0)]
+}
+
+/// A JSON string literal as fastjson 1.2 writes it: `"` and `\` escaped, `\b \t \n \f \r`
+/// short, other control characters, DEL, U+2028 and U+2029 as `\uXXXX` with upper-case hex,
+/// everything else raw UTF-8. (serde_json would write lower-case hex and leave DEL, U+2028 and
+/// U+2029 raw: equivalent JSON, but not the bytes a Java peer writes.) A byte table, since
+/// every escaped character but the two separators is ASCII.
+fn write_string(w: &mut impl Write, text: &str) -> std::io::Result<()> {
+    let bytes = text.as_bytes();
+    w.write_all(b"\"")?;
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let (escaped, consumed) = match ESCAPES[usize::from(b)] {
+            0 => continue,
+            b'u' => (unicode_escape(u32::from(b)), 1),
+            LEAD_E2 => match bytes.get(i + 1..i + 3) {
+                // E2 80 A8 / E2 80 A9; the continuation bytes are never escaped themselves.
+                Some(&[0x80, last @ (0xA8 | 0xA9)]) => {
+                    (unicode_escape(0x2000 | u32::from(last - 0x80)), 3)
+                }
+                _ => continue,
+            },
+            short => ([b'\\', short, 0, 0, 0, 0], 1),
+        };
+        w.write_all(&bytes[start..i])?;
+        let len = if escaped[1] == b'u' { 6 } else { 2 };
+        w.write_all(&escaped[..len])?;
+        start = i + consumed;
+    }
+    w.write_all(&bytes[start..])?;
+    w.write_all(b"\"")
 }

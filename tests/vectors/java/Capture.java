@@ -82,6 +82,14 @@ public class Capture {
             batch.add(msg);
         }
         Files.write(out.resolve("v5_batch_body.bin"), MessageDecoder.encodeMessages(batch));
+        // JSON string escapes: every ASCII character, non-ASCII, U+2028/2029 and a non-BMP one
+        StringBuilder all = new StringBuilder();
+        for (int c = 0; c < 0x80; c++) all.append((char) c);
+        all.append("\u00e9\u4e2d\u2028\u2029\ud83d\ude00");
+        RemotingCommand esc = RemotingCommand.createResponseCommand(1, all.toString());
+        esc.setOpaque(3); esc.markResponseType();
+        esc.addExtField("k\u0001", all.toString());
+        frame("escapes_response.bin", esc);
         // tag hashes
         StringBuilder sb = new StringBuilder();
         for (String t : new String[]{"A", "*", "TagA", "TagB", "hello world"}) sb.append(t).append('=').append(t.hashCode()).append('\n');
