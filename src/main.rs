@@ -4,6 +4,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 use ringmq::admin::{self, AdminCommand};
 use ringmq::namesrv::route_table::BROKER_EXPIRY_MS_DEFAULT;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -31,6 +32,9 @@ enum Command {
         /// Pin the NameServer's executor to this CPU (default: let the OS place it).
         #[arg(long)]
         cpu: Option<usize>,
+        /// The KV config file (Apache's `kvConfigPath`; default ~/namesrv/kvConfig.json).
+        #[arg(long)]
+        kv_config: Option<PathBuf>,
     },
     /// mqadmin-like commands against a NameServer (ours or Apache RocketMQ's).
     Admin {
@@ -53,7 +57,11 @@ fn main() -> ExitCode {
             listen,
             expire_secs,
             cpu,
-        } => run_namesrv(listen, Duration::from_secs(expire_secs), cpu),
+            kv_config,
+        } => kv_config
+            .or_else(default_kv_config_path)
+            .ok_or_else(|| "namesrv: no --kv-config and no HOME to put kvConfig.json in".into())
+            .and_then(|kv| run_namesrv(listen, Duration::from_secs(expire_secs), cpu, kv)),
         Command::Admin { command } => admin::run(&command)
             .map(|output| print!("{output}"))
             .map_err(|e| e.to_string()),
@@ -72,16 +80,27 @@ fn run_namesrv(
     listen: SocketAddr,
     broker_timeout: Duration,
     cpu: Option<usize>,
+    kv_config: PathBuf,
 ) -> Result<(), String> {
     let placement = cpu.map_or(Placement::Unbound, Placement::Fixed);
     let executor = LocalExecutorBuilder::new(placement)
         .name("namesrv")
         .make()
         .map_err(|err| format!("namesrv: no executor: {err}"))?;
-    let served = executor.run(ringmq::namesrv::run(listen, broker_timeout, |bound| {
-        // On stdout, so scripts and tests that asked for port 0 learn the port.
-        println!("ringmq namesrv listening on {bound}");
-        tracing::info!(%bound, ?broker_timeout, ?cpu, "NameServer started");
-    }));
+    let served = executor.run(ringmq::namesrv::run(
+        listen,
+        broker_timeout,
+        kv_config,
+        |bound| {
+            // On stdout, so scripts and tests that asked for port 0 learn the port.
+            println!("ringmq namesrv listening on {bound}");
+            tracing::info!(%bound, ?broker_timeout, ?cpu, "NameServer started");
+        },
+    ));
     served.map_err(|err| format!("namesrv: {err}"))
+}
+
+fn default_kv_config_path() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(ringmq::namesrv::KV_CONFIG_PATH_IN_HOME))
 }

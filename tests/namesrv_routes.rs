@@ -374,6 +374,62 @@ fn admin_request_codes_kv_config_permissions_and_topic_deletion() {
 }
 
 #[test]
+fn kv_config_survives_a_namesrv_restart() {
+    let path = fresh_kv_config_path();
+    let key = KvConfigKeyRequestHeader {
+        namespace: "ORDER_TOPIC_CONFIG".into(),
+        key: "T".into(),
+    };
+    let get = || RemotingCommand::request(request::GET_KV_CONFIG).with_header(&key);
+    {
+        let ns = NameServerProcess::start_with_kv_config(&path);
+        block_on(async {
+            let conn = connect(&ns).await;
+            for (key, value) in [("T", "broker-a:4"), ("U", "broker-b:8")] {
+                let put = RemotingCommand::request(request::PUT_KV_CONFIG).with_header(
+                    &PutKvConfigRequestHeader {
+                        namespace: "ORDER_TOPIC_CONFIG".into(),
+                        key: key.into(),
+                        value: value.into(),
+                    },
+                );
+                assert_eq!(call(&conn, put).await.code, response::SUCCESS);
+            }
+            let delete = RemotingCommand::request(request::DELETE_KV_CONFIG).with_header(
+                &KvConfigKeyRequestHeader {
+                    namespace: "ORDER_TOPIC_CONFIG".into(),
+                    key: "U".into(),
+                },
+            );
+            assert_eq!(call(&conn, delete).await.code, response::SUCCESS);
+        })
+        .unwrap();
+    } // killed here, as by SIGKILL: every acknowledged change must already be on disk
+    let ns = NameServerProcess::start_with_kv_config(&path);
+    block_on(async {
+        let conn = connect(&ns).await;
+        let resp = call(&conn, get()).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+        assert_eq!(
+            resp.decode_header::<GetKvConfigResponseHeader>()
+                .unwrap()
+                .value
+                .as_deref(),
+            Some("broker-a:4")
+        );
+        let list = RemotingCommand::request(request::GET_KVLIST_BY_NAMESPACE).with_header(
+            &GetKvListByNamespaceRequestHeader {
+                namespace: "ORDER_TOPIC_CONFIG".into(),
+            },
+        );
+        let table = body::decode::<KvTable>(&call(&conn, list).await.body).unwrap();
+        assert_eq!(table.table.len(), 1, "the deleted key stays deleted");
+    })
+    .unwrap();
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
 fn unregistering_or_closing_the_broker_connection_removes_its_routes() {
     let ns = NameServerProcess::start(None);
     block_on(async {

@@ -9,7 +9,6 @@
 //!   unquoted); every fastjson and Go reader takes both, and strict JSON readers only this.
 //! - Standard-style route bodies keep non-ASCII raw UTF-8 instead of `\uXXXX`; topic and broker
 //!   names are ASCII in practice, and both forms are valid JSON.
-//! - KV config lives in memory only (Apache persists `kvConfig.json`).
 //! - Filter servers (a removed RocketMQ feature) are not tracked: `filterServerTable` is `{}`.
 //! - A broker dropped by expiry keeps its TCP connection open (Apache closes it).
 //! - No slave-acting-master route rewriting (Apache's `supportActingMaster`, default off), no
@@ -24,6 +23,7 @@ use crate::server;
 use glommio::net::TcpListener;
 use processor::NameServer;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -31,24 +31,34 @@ use std::time::Duration;
 /// the earliest broker deadline, and a registration with a sooner deadline wakes it.
 pub const EXPIRY_SCAN_PERIOD_MAX: Duration = Duration::from_secs(5);
 
-/// Binds `listen` and serves until the process ends. `on_bound` learns the actual address
-/// (useful with port 0).
+/// Where Apache's NameServer keeps its KV config (`NamesrvConfig.kvConfigPath`), relative to
+/// the user's home directory.
+pub const KV_CONFIG_PATH_IN_HOME: &str = "namesrv/kvConfig.json";
+
+/// Binds `listen` and serves until the process ends, keeping the KV config in `kv_path`.
+/// `on_bound` learns the actual address (useful with port 0).
 pub async fn run(
     listen: SocketAddr,
     broker_timeout: Duration,
+    kv_path: PathBuf,
     on_bound: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
+    let nameserver = NameServer::with_kv_file(timeout_ms(broker_timeout), kv_path)
+        .map_err(std::io::Error::other)?;
+    let nameserver = Rc::new(nameserver);
     let listener =
         TcpListener::bind(listen).map_err(|err| std::io::Error::other(err.to_string()))?;
     let bound = listener
         .local_addr()
         .map_err(|err| std::io::Error::other(err.to_string()))?;
     on_bound(bound);
-    let timeout_ms = u64::try_from(broker_timeout.as_millis()).unwrap_or(u64::MAX);
-    let nameserver = Rc::new(NameServer::new(timeout_ms));
     glommio::spawn_local(expire_brokers(nameserver.clone())).detach();
     server::serve(listener, nameserver).await;
     Ok(())
+}
+
+fn timeout_ms(timeout: Duration) -> u64 {
+    u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Drops brokers that stopped registering, waking at the earliest deadline.

@@ -3,7 +3,7 @@
 //! config, and builds the response. Every request is handled without awaiting, so no
 //! `RefCell` borrow ever spans an `.await`.
 
-use super::kv_config::KvConfig;
+use super::kv_config::{KvConfig, KvFileError};
 use super::route_table::{BrokerAddrKey, BrokerRegistration, RouteTable, WritePerm};
 use crate::protocol::body::{self, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
 use crate::protocol::codes::{request, response};
@@ -15,6 +15,7 @@ use crate::server::{not_supported, ConnectionId, RequestError, RequestHandler};
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::timer::Timer;
 use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,8 @@ const ORDER_TOPIC_CONFIG_NAMESPACE: &str = "ORDER_TOPIC_CONFIG";
 pub struct NameServer {
     routes: RefCell<RouteTable>,
     kv: RefCell<KvConfig>,
+    /// Where the KV config is persisted after each change; `None` keeps it in memory (tests).
+    kv_path: Option<PathBuf>,
     started: Instant,
     broker_timeout_ms: u64,
     /// When the expiry scan next runs (on the `now_ms` clock). A registration whose deadline
@@ -46,11 +49,23 @@ pub struct NameServer {
 }
 
 impl NameServer {
+    /// A NameServer whose KV config lives in memory only.
     pub fn new(broker_timeout_ms: u64) -> Self {
+        Self::with_kv(broker_timeout_ms, KvConfig::default(), None)
+    }
+
+    /// A NameServer that loads its KV config from `kv_path` and rewrites it on every change.
+    pub fn with_kv_file(broker_timeout_ms: u64, kv_path: PathBuf) -> Result<Self, KvFileError> {
+        let kv = KvConfig::load(&kv_path)?;
+        Ok(Self::with_kv(broker_timeout_ms, kv, Some(kv_path)))
+    }
+
+    fn with_kv(broker_timeout_ms: u64, kv: KvConfig, kv_path: Option<PathBuf>) -> Self {
         let (rescan_tx, rescan_rx) = local_channel::new_bounded(1);
         Self {
             routes: RefCell::new(RouteTable::with_broker_timeout_ms(broker_timeout_ms)),
-            kv: RefCell::new(KvConfig::default()),
+            kv: RefCell::new(kv),
+            kv_path,
             started: Instant::now(),
             broker_timeout_ms,
             scan_at_ms: Cell::new(u64::MAX),
@@ -155,9 +170,11 @@ impl NameServer {
             }
             request::PUT_KV_CONFIG => {
                 let header: PutKvConfigRequestHeader = req.decode_header()?;
-                let mut kv = self.kv.borrow_mut();
-                kv.put(&header.namespace, &header.key, &header.value)
+                self.kv
+                    .borrow_mut()
+                    .put(&header.namespace, &header.key, &header.value)
                     .map_err(|e| RequestError::Refused(e.to_string()))?;
+                self.persist_kv()?;
                 ok()
             }
             request::GET_KV_CONFIG => {
@@ -178,6 +195,7 @@ impl NameServer {
             request::DELETE_KV_CONFIG => {
                 let header: KvConfigKeyRequestHeader = req.decode_header()?;
                 self.kv.borrow_mut().delete(&header.namespace, &header.key);
+                self.persist_kv()?;
                 ok()
             }
             request::GET_KVLIST_BY_NAMESPACE => {
@@ -193,6 +211,20 @@ impl NameServer {
             _ => not_supported(req),
         };
         Ok(response)
+    }
+
+    /// Writes the KV config after a change. On failure the change stays in memory (as in
+    /// Apache's NameServer) and the request is answered SYSTEM_ERROR so the admin learns it.
+    fn persist_kv(&self) -> Result<(), RequestError> {
+        let Some(path) = &self.kv_path else {
+            return Ok(());
+        };
+        self.kv.borrow().save(path).map_err(|err| {
+            tracing::error!(%err, "kv config not persisted");
+            RequestError::Refused(format!(
+                "kv config changed in memory but not persisted: {err}"
+            ))
+        })
     }
 
     fn register_broker(

@@ -33,19 +33,22 @@ pub struct NameServerProcess {
 
 impl NameServerProcess {
     pub fn start(expire_secs: Option<u64>) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ringmq"));
-        command.args(["namesrv", "--listen", "127.0.0.1:0"]);
+        let mut command = namesrv_command(&fresh_kv_config_path());
         if let Some(secs) = expire_secs {
             command.args(["--expire-secs", &secs.to_string()]);
         }
         Self::spawn(command)
     }
 
+    /// A NameServer keeping its KV config in `kv_config` (to check it survives a restart).
+    pub fn start_with_kv_config(kv_config: &std::path::Path) -> Self {
+        Self::spawn(namesrv_command(kv_config))
+    }
+
     /// A NameServer that may open at most `descriptors` file descriptors (RLIMIT_NOFILE).
     pub fn start_with_descriptor_limit(descriptors: u64) -> Self {
         use std::os::unix::process::CommandExt;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ringmq"));
-        command.args(["namesrv", "--listen", "127.0.0.1:0"]);
+        let mut command = namesrv_command(&fresh_kv_config_path());
         let limit = libc::rlimit {
             rlim_cur: descriptors,
             rlim_max: descriptors,
@@ -120,6 +123,29 @@ impl NameServerProcess {
     pub fn admin(&self, args: &[&str]) -> (bool, String, String) {
         run_admin(&self.addr, args)
     }
+}
+
+/// `ringmq namesrv` on an ephemeral loopback port, its KV config in `kv_config`.
+fn namesrv_command(kv_config: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ringmq"));
+    command
+        .args(["namesrv", "--listen", "127.0.0.1:0", "--kv-config"])
+        .arg(kv_config);
+    command
+}
+
+/// A KV config path no other NameServer of this run uses, so parallel tests do not share one
+/// (and none writes to the user's ~/namesrv).
+pub fn fresh_kv_config_path() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir()
+        .join(format!(
+            "ringmq-test-namesrv-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ))
+        .join("kvConfig.json")
 }
 
 /// Runs `ringmq admin <args> -n <namesrv>` and returns (exit success, stdout, stderr).
