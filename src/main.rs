@@ -1,8 +1,19 @@
 //! The `ringmq` binary: one executable, one clap subcommand per role.
 use clap::{Parser, Subcommand};
+use glommio::{LocalExecutorBuilder, Placement};
+use ringmq::admin::{self, AdminCommand};
+use ringmq::namesrv::route_table::BROKER_EXPIRY_MS_DEFAULT;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "ringmq", version, about = "A thread-per-core broker speaking Apache RocketMQ's remoting protocol")]
+#[command(
+    name = "ringmq",
+    version,
+    about = "A thread-per-core broker speaking Apache RocketMQ's remoting protocol"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -11,14 +22,85 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a NameServer.
-    Namesrv,
+    Namesrv {
+        /// Address to listen on; port 0 picks a free port (the bound address is printed).
+        #[arg(long, default_value = "0.0.0.0:9876")]
+        listen: SocketAddr,
+        /// Seconds without a registration after which a broker is dropped.
+        #[arg(long, default_value_t = BROKER_EXPIRY_MS_DEFAULT / 1000)]
+        expire_secs: u64,
+        /// Pin the NameServer's executor to this CPU (default: let the OS place it).
+        #[arg(long)]
+        cpu: Option<usize>,
+        /// The KV config file (Apache's `kvConfigPath`; default ~/namesrv/kvConfig.json).
+        #[arg(long)]
+        kv_config: Option<PathBuf>,
+    },
+    /// mqadmin-like commands against a NameServer (ours or Apache RocketMQ's).
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
 }
 
-fn main() {
-    match Cli::parse().command {
-        Command::Namesrv => {
-            eprintln!("ringmq namesrv: not built yet");
-            std::process::exit(2);
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let result = match Cli::parse().command {
+        Command::Namesrv {
+            listen,
+            expire_secs,
+            cpu,
+            kv_config,
+        } => kv_config
+            .or_else(default_kv_config_path)
+            .ok_or_else(|| "namesrv: no --kv-config and no HOME to put kvConfig.json in".into())
+            .and_then(|kv| run_namesrv(listen, Duration::from_secs(expire_secs), cpu, kv)),
+        Command::Admin { command } => admin::run(&command)
+            .map(|output| print!("{output}"))
+            .map_err(|e| e.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("ringmq: {err}");
+            ExitCode::FAILURE
         }
     }
+}
+
+/// Runs the NameServer on one glommio executor: one thread, one core.
+fn run_namesrv(
+    listen: SocketAddr,
+    broker_timeout: Duration,
+    cpu: Option<usize>,
+    kv_config: PathBuf,
+) -> Result<(), String> {
+    let placement = cpu.map_or(Placement::Unbound, Placement::Fixed);
+    let executor = LocalExecutorBuilder::new(placement)
+        .name("namesrv")
+        .make()
+        .map_err(|err| format!("namesrv: no executor: {err}"))?;
+    let served = executor.run(ringmq::namesrv::run(
+        listen,
+        broker_timeout,
+        kv_config,
+        |bound| {
+            // On stdout, so scripts and tests that asked for port 0 learn the port.
+            println!("ringmq namesrv listening on {bound}");
+            tracing::info!(%bound, ?broker_timeout, ?cpu, "NameServer started");
+        },
+    ));
+    served.map_err(|err| format!("namesrv: {err}"))
+}
+
+fn default_kv_config_path() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(ringmq::namesrv::KV_CONFIG_PATH_IN_HOME))
 }

@@ -2,7 +2,10 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "ringmq-bench", about = "Load generator for RocketMQ-compatible brokers")]
+#[command(
+    name = "ringmq-bench",
+    about = "Load generator for RocketMQ-compatible brokers"
+)]
 struct Cli {}
 
 fn main() {

@@ -1,0 +1,108 @@
+//! The remoting client: one connection to a NameServer or broker, with requests matched to
+//! responses by opaque, oneway sends, timeouts, and requests from the peer handed to a
+//! [`RequestHandler`]. Used by `ringmq admin`, the bench, the broker's NameServer registration
+//! and the tests. Runs on glommio; [`block_on`] runs one future on a fresh executor for callers
+//! outside one.
+
+use crate::protocol::command::RemotingCommand;
+use crate::server::connection::{Connection, RemotingError};
+use crate::server::{not_supported, RequestError, RequestHandler};
+use glommio::net::TcpStream;
+use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Java's default for synchronous calls (`DefaultMQProducer.sendMsgTimeout`,
+/// `ClientConfig.mqClientApiTimeout`).
+pub const REQUEST_TIMEOUT_DEFAULT: Duration = Duration::from_secs(3);
+
+/// Java's `connectTimeoutMillis` default.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Answers every request from the peer with REQUEST_CODE_NOT_SUPPORTED, as a Java client does
+/// for codes it has no processor for.
+pub struct RefuseRequests;
+
+impl RequestHandler for RefuseRequests {
+    async fn handle(
+        &self,
+        _: &Rc<Connection>,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, RequestError> {
+        Ok(not_supported(request))
+    }
+}
+
+/// A client connection. Dropping it closes the connection.
+pub struct RemotingClient {
+    connection: Rc<Connection>,
+}
+
+impl RemotingClient {
+    /// Connects to `addr` (`host:port`); requests from the peer are refused.
+    pub async fn connect(addr: &str) -> Result<Self, RemotingError> {
+        Self::connect_with(addr, Rc::new(RefuseRequests)).await
+    }
+
+    /// Connects to `addr`, handing requests from the peer to `handler`.
+    pub async fn connect_with<H: RequestHandler>(
+        addr: &str,
+        handler: Rc<H>,
+    ) -> Result<Self, RemotingError> {
+        let failed = |source| RemotingError::Connect {
+            addr: addr.to_owned(),
+            source,
+        };
+        let socket_addr = resolve(addr).map_err(failed)?;
+        let stream = TcpStream::connect_timeout(socket_addr, CONNECT_TIMEOUT)
+            .await
+            .map_err(|err| failed(std::io::Error::other(err.to_string())))?;
+        let _ = stream.set_nodelay(true);
+        let connection = Connection::start(stream, handler).map_err(failed)?;
+        Ok(Self { connection })
+    }
+
+    /// Sends `request` and waits up to `timeout` for its response.
+    pub async fn request(
+        &self,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        self.connection.request(request, timeout).await
+    }
+
+    /// Sends `request` without waiting for (or getting) a response.
+    pub fn oneway(&self, request: RemotingCommand) -> Result<(), RemotingError> {
+        self.connection.oneway(request)
+    }
+
+    pub fn connection(&self) -> &Rc<Connection> {
+        &self.connection
+    }
+}
+
+impl Drop for RemotingClient {
+    fn drop(&mut self) {
+        self.connection.close();
+    }
+}
+
+fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
+    addr.to_socket_addrs()?.next().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "address resolves to nothing")
+    })
+}
+
+/// Runs `future` to completion on a new single-threaded glommio executor (for callers such as
+/// the admin CLI and tests that are not on one).
+pub fn block_on<T>(future: impl Future<Output = T>) -> std::io::Result<T> {
+    let executor = glommio::LocalExecutorBuilder::default()
+        .make()
+        .map_err(|err| std::io::Error::other(err.to_string()))?;
+    Ok(executor.run(future))
+}
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;
