@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The project's one test command (README: "Test"). Builds everything, then runs every
-# unit, simulation, crash and integration test of the workspace.
+# The project's one test command (README: "Test"). Builds everything, then runs every unit,
+# property, simulation, crash and integration test of the workspace, and the compatibility
+# tests that drive the official Java and Go clients and Apache's own NameServer and mqadmin
+# (run scripts/fetch-deps.sh once first: they resolve their jars and modules offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ulimit -l unlimited 2>/dev/null || true
+
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked -- --test-threads=2
+cargo test -p ringmq --locked \
+    --test namesrv_java_client --test namesrv_go_client --test admin_apache_namesrv \
+    -- --ignored --test-threads=1

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Downloads everything the tests need from the package registries, so that the tests
+# themselves run offline: the Rust crates, the Maven artifacts of the Java compatibility
+# tests (official client, Apache NameServer and mqadmin) and the Go client's modules.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo fetch --locked
+for pom in tests/*/pom.xml; do
+    echo "maven: $pom"
+    # build-classpath is what the tests run offline; running it online here also fetches the plugin.
+    mvn -B -q -f "$pom" dependency:build-classpath -Dmdep.outputFile=/dev/null
+done
+for mod in tests/*/go.mod; do
+    echo "go: $mod"
+    (cd "$(dirname "$mod")" && go mod download)
+done
