@@ -14,6 +14,9 @@ const RELEASE: i32 = 9002;
 const ASK_CLIENT_BACK: i32 = 9003;
 const NEVER_ANSWER: i32 = 9004;
 const CLOSE_ME: i32 = 9005;
+/// Answers "valid" when the request's ACL signature checks out under [`SECRET_KEY`].
+const CHECK_SIGNATURE: i32 = 9006;
+const SECRET_KEY: &str = "12345678";
 const CLIENT_QUESTION: i32 = 40;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -55,6 +58,12 @@ impl RequestHandler for TestServer {
                 )))
             }
             NEVER_ANSWER => std::future::pending().await,
+            CHECK_SIGNATURE => {
+                let expected = acl::signature(SECRET_KEY, &request.ext_fields, &request.body);
+                let valid = request.ext(acl::SIGNATURE) == Some(expected.as_str())
+                    && request.ext(acl::ACCESS_KEY) == Some("rocketmq2");
+                Ok(answer(if valid { "valid" } else { "invalid" }))
+            }
             CLOSE_ME => {
                 conn.close();
                 std::future::pending().await
@@ -129,6 +138,32 @@ fn a_parked_request_does_not_block_later_ones_and_is_answered_after_them() {
             .await
             .unwrap();
         assert_eq!(unknown.code, response::REQUEST_CODE_NOT_SUPPORTED);
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_client_with_credentials_signs_what_goes_on_the_wire() {
+    block_on(async {
+        let addr = start_server();
+        let check = || {
+            let mut req = RemotingCommand::request(CHECK_SIGNATURE).with_body(&b"body"[..]);
+            req.ext_fields.insert("topic".into(), "TopicTest".into());
+            req
+        };
+        let plain = RemotingClient::connect(&addr).await.unwrap();
+        let resp = plain.request(check(), TIMEOUT).await.unwrap();
+        assert_eq!(resp.remark.as_deref(), Some("invalid"));
+        let signed = RemotingClient::connect(&addr)
+            .await
+            .unwrap()
+            .with_credentials(Credentials {
+                access_key: "rocketmq2".into(),
+                secret_key: SECRET_KEY.into(),
+                security_token: None,
+            });
+        let resp = signed.request(check(), TIMEOUT).await.unwrap();
+        assert_eq!(resp.remark.as_deref(), Some("valid"));
     })
     .unwrap();
 }

@@ -4,6 +4,7 @@
 //! and the tests. Runs on glommio; [`block_on`] runs one future on a fresh executor for callers
 //! outside one.
 
+use crate::protocol::acl::{self, Credentials};
 use crate::protocol::command::RemotingCommand;
 use crate::server::connection::{Connection, RemotingError};
 use crate::server::{not_supported, RequestError, RequestHandler};
@@ -37,6 +38,8 @@ impl RequestHandler for RefuseRequests {
 /// A client connection. Dropping it closes the connection.
 pub struct RemotingClient {
     connection: Rc<Connection>,
+    /// When set, every request is ACL-signed before it is sent (Java's `AclClientRPCHook`).
+    credentials: Option<Credentials>,
 }
 
 impl RemotingClient {
@@ -60,7 +63,16 @@ impl RemotingClient {
             .map_err(|err| failed(std::io::Error::other(err.to_string())))?;
         let _ = stream.set_nodelay(true);
         let connection = Connection::start(stream, handler).map_err(failed)?;
-        Ok(Self { connection })
+        Ok(Self {
+            connection,
+            credentials: None,
+        })
+    }
+
+    /// Signs every request from now on with `credentials`, for servers with ACL enabled.
+    pub fn with_credentials(mut self, credentials: Credentials) -> Self {
+        self.credentials = Some(credentials);
+        self
     }
 
     /// Sends `request` and waits up to `timeout` for its response.
@@ -69,12 +81,19 @@ impl RemotingClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        self.connection.request(request, timeout).await
+        self.connection.request(self.signed(request), timeout).await
     }
 
     /// Sends `request` without waiting for (or getting) a response.
     pub fn oneway(&self, request: RemotingCommand) -> Result<(), RemotingError> {
-        self.connection.oneway(request)
+        self.connection.oneway(self.signed(request))
+    }
+
+    fn signed(&self, mut request: RemotingCommand) -> RemotingCommand {
+        if let Some(credentials) = &self.credentials {
+            acl::sign(&mut request, credentials);
+        }
+        request
     }
 
     pub fn connection(&self) -> &Rc<Connection> {

@@ -1,6 +1,7 @@
 //! RocketMQ remoting protocol: frames, codes, headers, bodies, message formats.
 //! This module knows bytes and RocketMQ's codes; it knows nothing of shards or disks.
 
+pub mod acl;
 pub mod body;
 pub mod codes;
 pub mod command;
