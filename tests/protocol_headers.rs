@@ -6,7 +6,7 @@ mod protocol_support;
 use proptest::prelude::*;
 use protocol_support::vector_bytes;
 use ringmq::protocol::codes::request;
-use ringmq::protocol::command::{ExtFields, RemotingCommand};
+use ringmq::protocol::command::{ext_fields as ext, ExtFields, RemotingCommand};
 use ringmq::protocol::frame::decode_frame;
 use ringmq::protocol::header::*;
 
@@ -80,13 +80,6 @@ fn cpp_style_numeric_json_values_decode_into_typed_headers() {
     );
     assert_eq!(pull.subscription.as_deref(), Some("TagA || TagB"));
     assert_eq!(pull.expression_type, None);
-}
-
-fn ext(pairs: &[(&str, &str)]) -> ExtFields {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
 }
 
 #[test]

@@ -50,13 +50,7 @@ pub fn signature(secret_key: &str, ext: &ExtFields, body: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::protocol::codes::request;
-
-    fn ext(pairs: &[(&str, &str)]) -> ExtFields {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::protocol::command::ext_fields as ext;
 
     /// VECTORS.md V7, computed independently with openssl.
     #[test]

@@ -10,6 +10,14 @@ use super::header::{CommandHeader, HeaderError};
 /// The "custom header" fields of a command: Java field name → value text (REMOTING.md §1.9).
 pub type ExtFields = HashMap<String, String>;
 
+/// ExtFields from literal pairs (tests, hand-built requests).
+pub fn ext_fields(pairs: &[(&str, &str)]) -> ExtFields {
+    pairs
+        .iter()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect()
+}
+
 /// The `version` this side puts in what it sends: `MQVersion.V5_3_3`. Clients gate features on
 /// the broker's version (SQL92 pulls need ≥ 232), so it must look like a modern broker.
 pub const CURRENT_VERSION: i32 = 479;

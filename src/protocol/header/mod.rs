@@ -214,13 +214,7 @@ pub(crate) use header;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ext(pairs: &[(&str, &str)]) -> ExtFields {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::protocol::command::ext_fields as ext;
 
     fn register(pairs: &[(&str, &str)]) -> Result<RegisterBrokerRequestHeader, HeaderError> {
         let mut all = ext(&[
