@@ -1,0 +1,114 @@
+//! The real disk and clock: glommio DMA files (O_DIRECT through io_uring) and glommio timers.
+//! Must run inside a glommio executor. Directory listing and creation use blocking std calls:
+//! they happen only when a shard opens or creates a queue, never per message.
+
+use crate::io::{Clock, Disk, DiskFile};
+use bytes::Bytes;
+use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
+use std::io;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The host's file system, reached through glommio.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RealDisk;
+
+/// An O_DIRECT file.
+pub struct RealFile {
+    file: DmaFile,
+}
+
+impl DiskFile for RealFile {
+    type Buffer = DmaBuffer;
+
+    fn alloc_buffer(&self, len: usize) -> DmaBuffer {
+        let mut buf = self.file.alloc_dma_buffer(len);
+        // Pool memory is not zeroed; padding past the data must not leak old bytes to disk.
+        buf.as_bytes_mut().fill(0);
+        buf
+    }
+
+    async fn write_at(&self, pos: u64, buf: DmaBuffer) -> io::Result<()> {
+        let len = buf.len();
+        let written = self.file.write_at(buf, pos).await?;
+        if written != len {
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "short DMA write"));
+        }
+        Ok(())
+    }
+
+    async fn read_at(&self, pos: u64, len: usize) -> io::Result<Bytes> {
+        let read = self.file.read_at(pos, len).await?;
+        Ok(Bytes::copy_from_slice(&read))
+    }
+
+    async fn sync(&self) -> io::Result<()> {
+        Ok(self.file.fdatasync().await?)
+    }
+
+    async fn allocate(&self, len: u64) -> io::Result<()> {
+        Ok(self.file.pre_allocate(len, true).await?)
+    }
+
+    async fn len(&self) -> io::Result<u64> {
+        Ok(self.file.file_size().await?)
+    }
+}
+
+impl Disk for RealDisk {
+    type File = RealFile;
+
+    async fn open(&self, path: &Path, create: bool) -> io::Result<RealFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .dma_open(path)
+            .await?;
+        Ok(RealFile { file })
+    }
+
+    async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        std::fs::read_dir(path)?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect()
+    }
+
+    async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        Ok(glommio::io::rename(from, to).await?)
+    }
+
+    async fn remove(&self, path: &Path) -> io::Result<()> {
+        Ok(glommio::io::remove(path).await?)
+    }
+
+    async fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let dir = glommio::io::Directory::open(dir).await?;
+        dir.sync().await?;
+        Ok(dir.close().await?)
+    }
+
+    async fn exists(&self, path: &Path) -> io::Result<bool> {
+        path.try_exists()
+    }
+}
+
+/// System time and glommio timers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RealClock;
+
+impl Clock for RealClock {
+    fn now_ms(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+
+    async fn sleep(&self, duration: Duration) {
+        glommio::timer::sleep(duration).await;
+    }
+}
