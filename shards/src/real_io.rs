@@ -5,6 +5,7 @@
 use crate::io::{Clock, Disk, DiskFile};
 use bytes::Bytes;
 use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
+use std::cell::RefCell;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -38,6 +39,10 @@ impl DiskFile for RealFile {
     }
 
     async fn read_at(&self, pos: u64, len: usize) -> io::Result<Bytes> {
+        if len == 0 {
+            // glommio turns an empty read into a zero-sized DMA read the kernel refuses.
+            return Ok(Bytes::new());
+        }
         let read = self.file.read_at(pos, len).await?;
         Ok(Bytes::copy_from_slice(&read))
     }
@@ -55,10 +60,38 @@ impl DiskFile for RealFile {
     }
 }
 
+thread_local! {
+    /// Devices whose io_uring poll support glommio has probed correctly on this thread
+    /// (glommio keeps that knowledge per thread, i.e. per executor).
+    static PROBED_DEVICES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+const PROBE_FILE_NAME: &str = ".ringmq-iopoll-probe";
+
+/// glommio decides once per device whether reads go to its poll ring, by reading the first
+/// block of the first DMA file opened there. If that file is empty the read "succeeds" at
+/// EOF, the device is taken as poll-capable, and every later read on it fails with
+/// EOPNOTSUPP (seen on virtio disks). So before the first real open on a device, open a
+/// one-block file there to make the probe meaningful. Only runs at file open, never per I/O.
+async fn probe_device_once(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let device = std::fs::metadata(dir)?.dev();
+    if PROBED_DEVICES.with(|d| d.borrow().contains(&device)) {
+        return Ok(());
+    }
+    let probe = dir.join(PROBE_FILE_NAME);
+    std::fs::write(&probe, [0u8; crate::io::BLOCK_BYTES])?;
+    let opened = DmaFile::open(&probe).await;
+    std::fs::remove_file(&probe)?;
+    opened?.close().await?;
+    PROBED_DEVICES.with(|d| d.borrow_mut().push(device));
+    Ok(())
+}
+
 impl Disk for RealDisk {
     type File = RealFile;
 
     async fn open(&self, path: &Path, create: bool) -> io::Result<RealFile> {
+        probe_device_once(path.parent().unwrap_or(Path::new("."))).await?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use std::path::Path;
 
 /// Bytes read per I/O while scanning: large sequential reads, bounded memory.
-const SCAN_READ_BYTES: usize = 1 << 20;
+const SCAN_READ_BYTES: usize = 128 << 10;
 
 /// A read-ahead window over one segment file.
 struct Window<'a, F> {

@@ -257,7 +257,8 @@ async fn run_seed(seed: u64) -> Coverage {
                 }
             }
             55..=62 => {
-                if shard.flush().await.is_ok() {
+                let flushed = shard.flush().await.is_ok();
+                if flushed {
                     world.durable.append(&mut world.unflushed);
                 }
             }
@@ -282,7 +283,8 @@ async fn run_seed(seed: u64) -> Coverage {
                 }
             }
             73..=77 => {
-                if shard.persist().await.is_ok() {
+                let persisted = shard.persist().await.is_ok();
+                if persisted {
                     let current = shard.consumer_offset("g", TOPICS[0], 0);
                     world.offset_candidates = vec![current];
                 }
