@@ -119,7 +119,7 @@ pub struct CommitLog<D: Disk> {
     state: RefCell<State<D::File>>,
     /// Notified when a flush or a segment roll ends (successful or not).
     progress: Event,
-    /// Notified when an entry is appended (wakes the ASYNC_FLUSH flusher).
+    /// Notified when pending bytes appear or reach a whole group (wakes the flusher).
     appended: Event,
 }
 
@@ -324,8 +324,14 @@ impl<D: Disk> CommitLog<D> {
             local,
             bytes: Bytes::from(record),
         });
+        let pending_after = (st.write_pos - st.flushed) as usize;
         drop(st);
-        self.appended.notify();
+        // Wake the flusher when work appears and when a whole group is ready, not per record.
+        let group = self.config.group_commit_bytes_max;
+        let pending_before = pending_after - (end.local - local) as usize;
+        if pending_before == 0 || (pending_before < group && pending_after >= group) {
+            self.appended.notify();
+        }
         local
     }
 
@@ -518,24 +524,29 @@ impl<D: Disk> CommitLog<D> {
         Ok(bytes)
     }
 
-    /// ASYNC_FLUSH's flusher: after each append, waits the flush interval and flushes all
-    /// that is pending. Runs until dropped; errors are retried at the next interval.
+    /// ASYNC_FLUSH's flusher, a loop rather than a per-message timer: once bytes are
+    /// pending it flushes when a whole group has gathered or the flush interval has passed,
+    /// whichever comes first. Runs until dropped; a failed flush is retried next round.
     pub async fn run_flusher(&self, clock: &impl Clock) {
         loop {
             let seen = self.appended.version();
-            let (write_pos, flushed) = {
-                let st = self.state.borrow();
-                (st.write_pos, st.flushed)
-            };
-            if write_pos > flushed {
-                clock.sleep(self.config.flush_interval).await;
-                let target = self.state.borrow().write_pos;
-                // A failure leaves the bytes pending; the next round retries them.
-                let _ = self.flush_to(target).await;
-            } else {
+            let target = self.state.borrow().write_pos;
+            if target == self.flushed() {
                 self.appended.changed(seen).await;
+                continue;
             }
+            if self.pending_bytes() < self.config.group_commit_bytes_max {
+                let interval = clock.sleep(self.config.flush_interval);
+                futures_lite::future::or(interval, self.appended.changed(seen)).await;
+            }
+            let target = self.state.borrow().write_pos;
+            let _ = self.flush_to(target).await;
         }
+    }
+
+    fn pending_bytes(&self) -> usize {
+        let st = self.state.borrow();
+        (st.write_pos - st.flushed) as usize
     }
 
     pub fn write_pos(&self) -> u64 {

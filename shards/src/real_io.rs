@@ -120,7 +120,8 @@ impl Disk for RealDisk {
     }
 
     async fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        let dir = glommio::io::Directory::open(dir).await?;
+        // glommio's Directory::open fails with EBADF on relative paths.
+        let dir = glommio::io::Directory::open(std::path::absolute(dir)?).await?;
         dir.sync().await?;
         Ok(dir.close().await?)
     }
