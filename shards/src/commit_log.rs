@@ -93,7 +93,14 @@ struct State<F> {
     /// Open segment files by start offset, with their last-use tick.
     files: BTreeMap<u64, (Rc<F>, u64)>,
     use_tick: u64,
-    flushing: bool,
+    /// Everything below is written to its segment (durable once synced).
+    written: u64,
+    /// Bumped by a failed sync; a write that began before it does not count.
+    write_epoch: u64,
+    /// Segments written since the last sync, by start offset.
+    dirty: Vec<(u64, Rc<F>)>,
+    writing: bool,
+    syncing: bool,
     rolling: bool,
     flush_waiters: usize,
     /// Events to notify once the log is durable up to their offset (ascending).
@@ -169,7 +176,11 @@ impl<D: Disk> CommitLog<D> {
                 hot_bytes: 0,
                 files: BTreeMap::new(),
                 use_tick: 0,
-                flushing: false,
+                written: end.local,
+                write_epoch: 0,
+                dirty: Vec::new(),
+                writing: false,
+                syncing: false,
                 rolling: false,
                 flush_waiters: 0,
                 durable_waiters: VecDeque::new(),
@@ -368,31 +379,59 @@ impl<D: Disk> CommitLog<D> {
         created.map(|_| ())
     }
 
-    /// Returns once every byte below `target` is durable, running group commits as the
-    /// leader when no flush is in flight and joining the one in flight otherwise.
+    /// Returns once every byte below `target` is durable. Group commit in two stages, each
+    /// with at most one operation in flight: a waiter whose bytes are not written yet
+    /// becomes the writer (one write of everything pending, up to the group limit) and a
+    /// waiter whose bytes are written becomes the syncer. So the write of group N+1 overlaps
+    /// the fdatasync of group N, and everyone arriving meanwhile joins the next group.
     pub async fn flush_to(&self, target: u64) -> Result<()> {
+        enum Role {
+            Write,
+            Sync,
+            Wait,
+        }
         loop {
             let seen = self.progress.version();
-            let lead = {
+            let role = {
                 let mut st = self.state.borrow_mut();
                 if st.flushed >= target {
                     return Ok(());
                 }
-                let lead = !st.flushing;
-                st.flushing = true;
-                lead
+                if st.written < target {
+                    if st.writing {
+                        Role::Wait
+                    } else {
+                        st.writing = true;
+                        Role::Write
+                    }
+                } else if st.syncing {
+                    Role::Wait
+                } else {
+                    st.syncing = true;
+                    Role::Sync
+                }
             };
-            if !lead {
-                self.progress.changed(seen).await;
-                continue;
-            }
-            // If this leader is dropped mid-flush, the next waiter takes over.
-            let leader = OnDrop(Some(|| {
-                self.state.borrow_mut().flushing = false;
-                self.progress.notify();
-            }));
-            let result = self.flush_once().await;
-            drop(leader);
+            let result = match role {
+                Role::Wait => {
+                    self.progress.changed(seen).await;
+                    continue;
+                }
+                Role::Write => {
+                    // If this writer is dropped mid-write, the next waiter takes over.
+                    let _stage = OnDrop(Some(|| {
+                        self.state.borrow_mut().writing = false;
+                        self.progress.notify();
+                    }));
+                    self.write_once().await
+                }
+                Role::Sync => {
+                    let _stage = OnDrop(Some(|| {
+                        self.state.borrow_mut().syncing = false;
+                        self.progress.notify();
+                    }));
+                    self.sync_written().await
+                }
+            };
             result?;
         }
     }
@@ -415,12 +454,12 @@ impl<D: Disk> CommitLog<D> {
         self.flush_to(target).await
     }
 
-    /// One group commit: every pending byte of one segment (up to the group limit) from
-    /// the start of the partial last block, in one write and one sync.
-    async fn flush_once(&self) -> Result<()> {
-        let (from, write_pos) = {
+    /// Writes every pending byte of one segment (up to the group limit) from the start of
+    /// the partial last block, in one write.
+    async fn write_once(&self) -> Result<()> {
+        let (from, write_pos, epoch) = {
             let st = self.state.borrow();
-            (st.flushed, st.write_pos)
+            (st.written, st.write_pos, st.write_epoch)
         };
         let segment = self.segment_start(from);
         let block = align_down(from);
@@ -456,29 +495,56 @@ impl<D: Disk> CommitLog<D> {
             }
             assert_eq!(
                 covered, data_end,
-                "commit-log tail does not cover the flush"
+                "commit-log tail does not cover the write"
             );
             buf
         };
         let len = buf.as_ref().len();
         file.write_at(block - segment, buf).await?;
-        file.sync().await?;
         let mut st = self.state.borrow_mut();
-        st.flushed = to;
-        st.flush_count += 1;
+        // A failed sync since this write began means its region is rewritten from scratch.
+        if st.write_epoch == epoch {
+            st.written = to;
+            if !st.dirty.iter().any(|(start, _)| *start == segment) {
+                st.dirty.push((segment, file));
+            }
+        }
         st.flush_bytes += len as u64;
-        while st.boundaries.front().is_some_and(|b| b.local <= to) {
+        Ok(())
+    }
+
+    /// Makes everything written so far durable: one fdatasync per segment written to.
+    async fn sync_written(&self) -> Result<()> {
+        let (written, files) = {
+            let mut st = self.state.borrow_mut();
+            (st.written, std::mem::take(&mut st.dirty))
+        };
+        for (_, file) in &files {
+            if let Err(e) = file.sync().await {
+                // Whether the failed sync kept anything is unknown: rewrite it all.
+                let mut st = self.state.borrow_mut();
+                st.written = st.flushed;
+                st.write_epoch += 1;
+                st.dirty.clear();
+                return Err(e.into());
+            }
+        }
+        let mut st = self.state.borrow_mut();
+        st.flushed = st.flushed.max(written);
+        st.flush_count += 1;
+        while st.boundaries.front().is_some_and(|b| b.local <= written) {
             st.durable_boundary = st.boundaries.pop_front().expect("checked");
         }
         let mut woken = Vec::new();
         while st
             .durable_waiters
             .front()
-            .is_some_and(|(end, _)| *end <= to)
+            .is_some_and(|(end, _)| *end <= written)
         {
             woken.push(st.durable_waiters.pop_front().expect("checked").1);
         }
-        let keep_from = align_down(to);
+        // Keep the partial last durable block: a failed sync rewrites from there.
+        let keep_from = align_down(st.flushed);
         while st.hot_bytes > self.config.hot_tail_bytes_max
             && st.chunks.front().is_some_and(|c| c.end() <= keep_from)
         {

@@ -51,7 +51,9 @@ where
 
 async fn open(dir: &Path) -> Shard<RealDisk, RealClock> {
     let cfg = config(dir, FlushMode::SyncFlush, SEGMENT_BYTES);
-    Shard::open(cfg, RealDisk, RealClock).await.unwrap()
+    Shard::open(cfg, RealDisk::default(), RealClock)
+        .await
+        .unwrap()
 }
 
 /// The message with sequence number `seq`: its body and queue derive from it.
