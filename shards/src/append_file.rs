@@ -58,6 +58,7 @@ impl<F: DiskFile> AppendFile<F> {
         let out = buf.as_mut();
         out[..self.tail.len()].copy_from_slice(&self.tail);
         out[self.tail.len()..used].copy_from_slice(data);
+        out[used..].fill(0);
         let new_len = self.len + data.len() as u64;
         let new_block = align_down(new_len);
         let new_tail = out[(new_block - block) as usize..used].to_vec();

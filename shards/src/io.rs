@@ -33,7 +33,8 @@ pub trait DiskFile {
     /// Memory a write is made from (aligned, registered with io_uring on the real disk), so
     /// the engine gathers pending bytes straight into it: one copy per byte.
     type Buffer: AsRef<[u8]> + AsMut<[u8]>;
-    /// A zero-filled buffer of `len` bytes (a multiple of [`BLOCK_BYTES`]).
+    /// A buffer of `len` bytes (a multiple of [`BLOCK_BYTES`]) with unspecified contents:
+    /// the writer fills all of it, padding included, so no stale memory reaches the disk.
     fn alloc_buffer(&self, len: usize) -> Self::Buffer;
     /// Writes a whole buffer at a block-aligned position.
     async fn write_at(&self, pos: u64, buf: Self::Buffer) -> io::Result<()>;

@@ -43,6 +43,7 @@ pub async fn write_meta<D: Disk>(disk: &D, path: &Path, seq: u64, payload: &[u8]
     let crc = crc32c::crc32c_append(crc32c::crc32c(&out[4..16]), payload);
     out[16..20].copy_from_slice(&crc.to_be_bytes());
     out[HEADER_BYTES..HEADER_BYTES + payload.len()].copy_from_slice(payload);
+    out[HEADER_BYTES + payload.len()..].fill(0);
     file.write_at(0, buf).await?;
     file.sync().await?;
     disk.rename(&tmp, path).await?;

@@ -39,10 +39,7 @@ impl DiskFile for RealFile {
     type Buffer = DmaBuffer;
 
     fn alloc_buffer(&self, len: usize) -> DmaBuffer {
-        let mut buf = self.file.alloc_dma_buffer(len);
-        // Pool memory is not zeroed; padding past the data must not leak old bytes to disk.
-        buf.as_bytes_mut().fill(0);
-        buf
+        self.file.alloc_dma_buffer(len)
     }
 
     async fn write_at(&self, pos: u64, buf: DmaBuffer) -> io::Result<()> {

@@ -231,8 +231,9 @@ impl SimFile {
 impl DiskFile for SimFile {
     type Buffer = Vec<u8>;
 
+    /// Filled with a marker byte, so a writer that forgets to fill its padding is caught.
     fn alloc_buffer(&self, len: usize) -> Vec<u8> {
-        vec![0; len]
+        vec![0xA5; len]
     }
 
     async fn write_at(&self, pos: u64, data: Vec<u8>) -> io::Result<()> {
