@@ -290,3 +290,75 @@ fn async_flush_acks_at_once_and_flusher_follows() {
         assert_eq!(shard.max_offset("T", 0), 1);
     });
 }
+
+/// A record left behind after a truncation, whole and with a valid BODYCRC and a fitting
+/// queue offset, must not come back: the crc32c chain trailer ties it to the record that
+/// preceded it when it was written.
+#[test]
+fn stale_record_after_truncation_is_not_resurrected() {
+    use ringmq_shards::commit_log::TRAILER_BYTES;
+    use ringmq_shards::io::{Disk, DiskFile, BLOCK_BYTES};
+    use ringmq_shards::record::encoded_len;
+    block_on(async {
+        let disk = SimDisk::new(9, 64 << 20);
+        let clock = SimClock::new(0);
+        let store_host = common::STORE_HOST.parse().unwrap();
+        let first = message("T", 0, b"first", None, None);
+        let first_len = encoded_len(&first, &store_host).unwrap() + TRAILER_BYTES;
+        // Size the second record so the third starts exactly on a block boundary, out of
+        // reach of the zero padding of later writes.
+        let second_len = 2 * BLOCK_BYTES - first_len;
+        let overhead = encoded_len(&message("T", 0, b"", None, None), &store_host).unwrap();
+        let body = vec![b's'; second_len - TRAILER_BYTES - overhead];
+        let shard = open(&disk, &clock, FlushMode::SyncFlush, 64 << 10).await;
+        shard.append(&first).await.unwrap();
+        let second = shard
+            .append(&message("T", 0, &body, None, None))
+            .await
+            .unwrap();
+        shard
+            .append(&message("T", 0, b"third", None, None))
+            .await
+            .unwrap();
+        drop(shard);
+
+        // Tear the second record's body: recovery must cut the log there.
+        let segment = disk
+            .open(Path::new("/shard/commitlog/00000000000000000000"), false)
+            .await
+            .unwrap();
+        let local = (second.physical_offset & ((1 << 48) - 1)) as u64;
+        let block = local + 200 - (local + 200) % BLOCK_BYTES as u64;
+        let mut bytes = segment.read_at(block, BLOCK_BYTES).await.unwrap().to_vec();
+        bytes[(local + 200 - block) as usize] ^= 0xFF;
+        segment.write_at(block, bytes).await.unwrap();
+        segment.sync().await.unwrap();
+        drop(segment);
+        let shard = open(&disk, &clock, FlushMode::SyncFlush, 64 << 10).await;
+        assert_eq!(
+            shard.max_offset("T", 0),
+            1,
+            "torn record and all after it dropped"
+        );
+        // A different record of the same size takes the second one's place and offset.
+        let other = vec![b'o'; body.len()];
+        let replaced = shard
+            .append(&message("T", 0, &other, None, None))
+            .await
+            .unwrap();
+        assert_eq!(replaced.physical_offset, second.physical_offset);
+        assert_eq!(replaced.queue_offset, 1);
+        drop(shard);
+
+        // The old third record still sits on disk, intact, with queue offset 2 — but it was
+        // chained to the old second record, so it stays dropped.
+        let shard = open(&disk, &clock, FlushMode::SyncFlush, 64 << 10).await;
+        assert_eq!(shard.max_offset("T", 0), 2);
+        let next = shard
+            .append(&message("T", 0, b"new third", None, None))
+            .await
+            .unwrap();
+        let read = shard.read_at(next.physical_offset).await.unwrap();
+        assert_eq!(&RecordView::parse(read).unwrap().body()[..], b"new third");
+    });
+}
