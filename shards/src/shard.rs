@@ -28,6 +28,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Most entries one queue read looks at when filtering by tag (RocketMQ's
 /// `maxFilterMessageCount` is 16 000), so a selective filter cannot scan a queue unbounded.
@@ -331,6 +332,16 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             }
         }
         Ok(results)
+    }
+
+    /// Persists consume queues, index, consumer offsets and the checkpoint every `interval`
+    /// (RocketMQ flushes its consume queues every second); spawn it beside the flusher. A
+    /// failed round is retried at the next one. Never returns.
+    pub async fn run_persister(&self, interval: Duration) {
+        loop {
+            self.clock.sleep(interval).await;
+            let _ = self.persist().await;
+        }
     }
 
     /// Makes everything appended so far durable.
