@@ -34,6 +34,9 @@ use std::rc::Rc;
 
 /// Bytes of the integrity trailer after each record.
 pub const TRAILER_BYTES: usize = 4;
+/// Most bytes one coalesced cold read spans: a catch-up read of a queue interleaved with
+/// others costs one 256 KiB I/O instead of one I/O per record.
+pub const COLD_READ_SPAN_BYTES_MAX: usize = 256 << 10;
 /// Bytes of the end-of-segment filler; every segment keeps room for one.
 pub const FILLER_BYTES: usize = 12;
 
@@ -569,25 +572,62 @@ impl<D: Disk> CommitLog<D> {
         }
     }
 
-    /// Reads the record at `local` of `len` bytes: from the hot tail when it is there (a slice
-    /// of the appended buffer, no copy), else with a read from its segment.
+    /// The record at `local` from the hot tail, as a slice of its appended buffer.
+    fn read_hot(&self, local: u64, len: usize) -> Option<Bytes> {
+        let st = self.state.borrow();
+        let i = st.chunks.partition_point(|c| c.local < local);
+        let chunk = st.chunks.get(i)?;
+        (chunk.local == local && chunk.bytes.len() >= len).then(|| chunk.bytes.slice(..len))
+    }
+
+    /// Reads the record at `local` of `len` bytes: from the hot tail when it is there (no
+    /// copy), else with a read from its segment.
     pub async fn read(&self, local: u64, len: usize) -> Result<Bytes> {
-        {
-            let st = self.state.borrow();
-            let i = st.chunks.partition_point(|c| c.local < local);
-            if let Some(chunk) = st.chunks.get(i) {
-                if chunk.local == local && chunk.bytes.len() >= len {
-                    return Ok(chunk.bytes.slice(..len));
-                }
+        Ok(self.read_records(&[(local, len)]).await?.remove(0))
+    }
+
+    /// Reads records given as ascending `(local offset, length)`: hot ones from memory, cold
+    /// ones with one read per span of at most [`COLD_READ_SPAN_BYTES_MAX`] (records of other
+    /// queues in between are read and dropped: cheaper than one I/O per record).
+    pub async fn read_records(&self, items: &[(u64, usize)]) -> Result<Vec<Bytes>> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut i = 0;
+        while i < items.len() {
+            let (start, len) = items[i];
+            if let Some(bytes) = self.read_hot(start, len) {
+                out.push(bytes);
+                i += 1;
+                continue;
             }
+            let segment = self.segment_start(start);
+            let mut end = start + len as u64;
+            let mut j = i + 1;
+            while let Some(&(local, len)) = items.get(j) {
+                let next_end = local + len as u64;
+                if local < end
+                    || self.segment_start(local) != segment
+                    || next_end - start > COLD_READ_SPAN_BYTES_MAX as u64
+                    || self.read_hot(local, len).is_some()
+                {
+                    break;
+                }
+                end = next_end;
+                j += 1;
+            }
+            let file = self.file(segment).await?;
+            let span = file
+                .read_at(start - segment, (end - start) as usize)
+                .await?;
+            if span.len() as u64 != end - start {
+                return Err(StoreError::NoSuchRecord(start as i64));
+            }
+            for &(local, len) in &items[i..j] {
+                let at = (local - start) as usize;
+                out.push(span.slice(at..at + len));
+            }
+            i = j;
         }
-        let segment = self.segment_start(local);
-        let file = self.file(segment).await?;
-        let bytes = file.read_at(local - segment, len).await?;
-        if bytes.len() != len {
-            return Err(StoreError::NoSuchRecord(local as i64));
-        }
-        Ok(bytes)
+        Ok(out)
     }
 
     /// ASYNC_FLUSH's flusher, a loop rather than a per-message timer: once bytes are

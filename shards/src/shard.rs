@@ -399,24 +399,26 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             let end = (max as usize).min(start + scan);
             queue.entries[start..end].to_vec()
         };
+        // Choose the records first (count, byte budget, filter), then read them together.
+        let mut chosen: Vec<(u64, usize)> = Vec::new();
         let mut bytes = 0;
         for entry in entries {
-            if read.records.len() >= max_count {
+            if chosen.len() >= max_count {
                 break;
             }
             let wanted = request
                 .tag_filter
                 .is_none_or(|codes| codes.contains(&(entry.tag_hash as i32)));
             if wanted {
-                if !read.records.is_empty() && bytes + entry.size as usize > request.max_bytes {
+                if !chosen.is_empty() && bytes + entry.size as usize > request.max_bytes {
                     break;
                 }
                 bytes += entry.size as usize;
-                read.records
-                    .push(self.log.read(entry.local, entry.size as usize).await?);
+                chosen.push((entry.local, entry.size as usize));
             }
             read.next_offset += 1;
         }
+        read.records = self.log.read_records(&chosen).await?;
         Ok(read)
     }
 
