@@ -177,12 +177,13 @@ fn syscall_durability(dir: &Path, method: &str, phase: Duration) -> Latency {
 fn executor<T: Send + 'static, F: std::future::Future<Output = T> + 'static>(
     f: impl FnOnce() -> F + Send + 'static,
 ) -> T {
-    LocalExecutorBuilder::default()
-        .io_memory(IO_MEMORY_BYTES)
-        .spawn(f)
-        .unwrap()
-        .join()
-        .unwrap()
+    let mut builder = LocalExecutorBuilder::default().io_memory(IO_MEMORY_BYTES);
+    if let Ok(us) = std::env::var("BENCH_SPIN_US") {
+        // Spin before parking: a dedicated broker core would rather burn idle cycles than
+        // pay the wakeup latency of a parked reactor.
+        builder = builder.spin_before_park(Duration::from_micros(us.parse().expect("µs")));
+    }
+    builder.spawn(f).unwrap().join().unwrap()
 }
 
 fn glommio_write_fdatasync(dir: PathBuf, phase: Duration) -> Latency {
