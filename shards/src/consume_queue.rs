@@ -10,6 +10,7 @@ use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
 use crate::event::Event;
 use crate::offset::PhysicalOffset;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// Bytes of one persisted entry (RocketMQ's `CQ_STORE_UNIT_SIZE`).
@@ -74,6 +75,50 @@ impl<F> ConsumeQueue<F> {
     /// Number of entries whose record starts below `visible_end`.
     pub fn visible_count(&self, visible_end: u64) -> usize {
         self.entries.partition_point(|e| e.local < visible_end)
+    }
+}
+
+/// The shard's queues by topic, then queue id: looked up by `&str` without allocating (a
+/// `(String, i32)` key would cost an allocation per append).
+pub struct QueueMap<F> {
+    topics: HashMap<String, HashMap<i32, ConsumeQueue<F>>>,
+}
+
+impl<F> Default for QueueMap<F> {
+    fn default() -> Self {
+        Self {
+            topics: HashMap::new(),
+        }
+    }
+}
+
+impl<F> QueueMap<F> {
+    pub fn get(&self, topic: &str, queue_id: i32) -> Option<&ConsumeQueue<F>> {
+        self.topics.get(topic)?.get(&queue_id)
+    }
+
+    pub fn get_mut(&mut self, topic: &str, queue_id: i32) -> Option<&mut ConsumeQueue<F>> {
+        self.topics.get_mut(topic)?.get_mut(&queue_id)
+    }
+
+    /// The queue, created empty if it did not exist.
+    pub fn get_or_create(&mut self, topic: &str, queue_id: i32) -> &mut ConsumeQueue<F> {
+        if !self.topics.contains_key(topic) {
+            self.topics.insert(topic.to_owned(), HashMap::new());
+        }
+        let queues = self.topics.get_mut(topic).expect("inserted above");
+        queues.entry(queue_id).or_default()
+    }
+
+    pub fn insert(&mut self, topic: &str, queue_id: i32, queue: ConsumeQueue<F>) {
+        *self.get_or_create(topic, queue_id) = queue;
+    }
+
+    /// Every (topic, queue id) with its queue.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, i32, &ConsumeQueue<F>)> {
+        self.topics
+            .iter()
+            .flat_map(|(t, qs)| qs.iter().map(move |(id, q)| (t.as_str(), *id, q)))
     }
 }
 

@@ -9,7 +9,9 @@
 use crate::append_file::AppendFile;
 use crate::commit_log::{CommitLog, LogPosition, LogStats, TRAILER_BYTES};
 use crate::config::{FlushMode, ShardConfig};
-use crate::consume_queue::{decode_entries, topic_dir_name, ConsumeQueue, CqEntry, CQ_ENTRY_BYTES};
+use crate::consume_queue::{
+    decode_entries, topic_dir_name, ConsumeQueue, CqEntry, QueueMap, CQ_ENTRY_BYTES,
+};
 use crate::consumer_offsets::ConsumerOffsets;
 use crate::error::{Result, StoreError};
 use crate::event::Event;
@@ -25,7 +27,6 @@ use crate::record::{
 use crate::recovery::scan_log;
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
@@ -39,8 +40,6 @@ pub const READ_COUNT_MAX: usize = 1024;
 pub const QUERY_RESULTS_MAX: usize = 64;
 /// Most messages in one batch append; RocketMQ's producers keep batches under 4 MiB anyway.
 pub const BATCH_MESSAGES_MAX: usize = 4096;
-
-type QueueKey = (String, i32);
 
 /// What an append reports for each message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,7 +124,7 @@ pub struct Shard<D: Disk, C: Clock> {
     disk: D,
     clock: C,
     log: CommitLog<D>,
-    queues: RefCell<HashMap<QueueKey, ConsumeQueue<D::File>>>,
+    queues: RefCell<QueueMap<D::File>>,
     index: RefCell<KeyIndex<D::File>>,
     offsets: RefCell<ConsumerOffsets>,
     checkpoint_seq: Cell<u64>,
@@ -161,7 +160,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             None => (0, Checkpoint::default()),
         };
         let shard_id = config.shard_id;
-        let mut queues: HashMap<QueueKey, ConsumeQueue<D::File>> = HashMap::new();
+        let mut queues: QueueMap<D::File> = QueueMap::default();
         for (topic, queue_id, count) in &checkpoint.queues {
             let path = Self::queue_path(&config, topic, *queue_id);
             let len = count * CQ_ENTRY_BYTES as u64;
@@ -184,7 +183,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 file: Some(file),
                 event: Rc::default(),
             };
-            queues.insert((topic.clone(), *queue_id), queue);
+            queues.insert(topic, *queue_id, queue);
         }
         let mut index = KeyIndex::new(config.index_entries_max);
         let index_file =
@@ -199,9 +198,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             checkpoint.log,
             |view, local| {
                 let physical = PhysicalOffset::new(shard_id, local).to_wire();
-                let queue = queues
-                    .entry((view.topic().to_owned(), view.queue_id()))
-                    .or_default();
+                let queue = queues.get_or_create(view.topic(), view.queue_id());
                 if view.queue_offset() != queue.entries.len() as i64
                     || view.physical_offset() != physical
                 {
@@ -279,7 +276,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             encode_into(message, &placeholder, &mut record)?;
             let tag_hash = tag_hash_code(find_property(properties, property::TAGS));
             entry_bytes += len + TRAILER_BYTES;
-            encoded.push((record, tag_hash));
+            encoded.push((record, tag_hash, properties));
         }
         self.log.reserve(entry_bytes).await?;
         // From here to the last push nothing awaits: positions and queue offsets are assigned
@@ -290,12 +287,10 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         {
             let mut queues = self.queues.borrow_mut();
             let mut index = self.index.borrow_mut();
-            for (message, (mut record, tag_hash)) in messages.iter().zip(encoded) {
+            for (message, (mut record, tag_hash, properties)) in messages.iter().zip(encoded) {
                 let local = self.log.write_pos();
                 let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
-                let queue = queues
-                    .entry((message.topic.clone(), message.queue_id))
-                    .or_default();
+                let queue = queues.get_or_create(&message.topic, message.queue_id);
                 let queue_offset = queue.entries.len() as i64;
                 set_store_fields(&mut record, queue_offset, physical, now)?;
                 let size = record.len();
@@ -306,7 +301,6 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     size: size as u32,
                     tag_hash,
                 });
-                let properties = std::str::from_utf8(&message.properties).unwrap_or_default();
                 let hit = KeyHit {
                     local,
                     store_timestamp_ms: now,
@@ -357,7 +351,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     fn visible_entries(&self, topic: &str, queue_id: i32) -> (usize, Option<Rc<Event>>) {
         let visible_end = self.log.visible_end();
         let queues = self.queues.borrow();
-        match queues.get(&(topic.to_owned(), queue_id)) {
+        match queues.get(topic, queue_id) {
             Some(q) => (q.visible_count(visible_end), Some(q.event.clone())),
             None => (0, None),
         }
@@ -395,7 +389,9 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let start = request.offset as usize;
         let entries: Vec<CqEntry> = {
             let queues = self.queues.borrow();
-            let queue = &queues[&(request.topic.to_owned(), request.queue_id)];
+            let queue = queues
+                .get(request.topic, request.queue_id)
+                .expect("a queue with entries exists");
             let end = (max as usize).min(start + scan);
             queue.entries[start..end].to_vec()
         };
@@ -464,7 +460,10 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let (mut lo, mut hi) = (0usize, count);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let entry = self.queues.borrow()[&(topic.to_owned(), queue_id)].entries[mid];
+            let entry = {
+                let queues = self.queues.borrow();
+                queues.get(topic, queue_id).expect("has entries").entries[mid]
+            };
             if self.store_timestamp_of(&entry).await? < timestamp_ms {
                 lo = mid + 1;
             } else {
@@ -496,7 +495,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         loop {
             let (event, seen) = {
                 let mut queues = self.queues.borrow_mut();
-                let queue = queues.entry((topic.to_owned(), queue_id)).or_default();
+                let queue = queues.get_or_create(topic, queue_id);
                 let seen = queue.event.version();
                 if queue.visible_count(self.log.visible_end()) as i64 > offset {
                     return Ok(());
@@ -556,11 +555,16 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             offsets.dirty = false;
         }
         let boundary = self.log.durable_boundary();
-        let keys: Vec<QueueKey> = self.queues.borrow().keys().cloned().collect();
+        let keys: Vec<(String, i32)> = {
+            let queues = self.queues.borrow();
+            queues.iter().map(|(t, id, _)| (t.to_owned(), id)).collect()
+        };
         for key in keys {
             let (file, data, persisted, count) = {
                 let mut queues = self.queues.borrow_mut();
-                let queue = queues.get_mut(&key).expect("queues are never removed");
+                let queue = queues
+                    .get_mut(&key.0, key.1)
+                    .expect("queues are never removed");
                 let count = queue.visible_count(boundary.local);
                 if count <= queue.persisted {
                     continue;
@@ -580,7 +584,9 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             };
             let result = file.append(&data).await;
             let mut queues = self.queues.borrow_mut();
-            let queue = queues.get_mut(&key).expect("queues are never removed");
+            let queue = queues
+                .get_mut(&key.0, key.1)
+                .expect("queues are never removed");
             queue.file = Some(file);
             result?;
             queue.persisted = count;
@@ -613,8 +619,8 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 index_bytes: self.index.borrow().persisted_bytes,
                 queues: queues
                     .iter()
-                    .filter(|(_, q)| q.persisted > 0)
-                    .map(|((topic, id), q)| (topic.clone(), *id, q.persisted as u64))
+                    .filter(|(_, _, q)| q.persisted > 0)
+                    .map(|(topic, id, q)| (topic.to_owned(), id, q.persisted as u64))
                     .collect(),
             }
         };
