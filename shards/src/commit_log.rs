@@ -25,8 +25,8 @@ use crate::error::{Result, StoreError};
 use crate::event::Event;
 use crate::io::{align_down, align_up, Clock, Disk, DiskFile};
 use crate::offset::segment_file_name;
-use crate::record::MAGIC_BLANK;
-use bytes::Bytes;
+use crate::record::{RecordError, MAGIC_BLANK};
+use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -37,6 +37,9 @@ pub const TRAILER_BYTES: usize = 4;
 /// Most bytes one coalesced cold read spans: a catch-up read of a queue interleaved with
 /// others costs one 256 KiB I/O instead of one I/O per record.
 pub const COLD_READ_SPAN_BYTES_MAX: usize = 256 << 10;
+/// Size of the blocks appended records are cut from; a block is freed when its last record
+/// leaves the hot tail.
+const ARENA_BYTES: usize = 1 << 20;
 /// Bytes of the end-of-segment filler; every segment keeps room for one.
 pub const FILLER_BYTES: usize = 12;
 
@@ -127,6 +130,7 @@ pub struct CommitLog<D: Disk> {
     config: LogConfig,
     entry_bytes_max: usize,
     state: RefCell<State<D::File>>,
+    arena: RefCell<BytesMut>,
     /// Notified when a flush or a segment roll ends (successful or not).
     progress: Event,
     /// Notified when pending bytes appear or reach a whole group (wakes the flusher).
@@ -190,6 +194,7 @@ impl<D: Disk> CommitLog<D> {
                 flush_count: 0,
                 flush_bytes: 0,
             }),
+            arena: RefCell::new(BytesMut::new()),
             progress: Event::default(),
             appended: Event::default(),
         };
@@ -314,29 +319,50 @@ impl<D: Disk> CommitLog<D> {
         }
     }
 
-    /// Appends one record (its bytes, without trailer) at the write position reserved by
-    /// [`CommitLog::reserve`]; returns the record's local offset.
-    pub(crate) fn push(&self, mut record: Vec<u8>) -> u64 {
-        let mut st = self.state.borrow_mut();
-        let local = st.write_pos;
+    /// Appends one record of `len` bytes at the write position reserved by
+    /// [`CommitLog::reserve`], letting `encode` write it in place; returns its local offset.
+    /// Records are cut from shared [`ARENA_BYTES`] blocks: one allocation per ~1000 records.
+    pub(crate) fn push_with(
+        &self,
+        len: usize,
+        encode: impl FnOnce(&mut [u8]) -> std::result::Result<usize, RecordError>,
+    ) -> Result<u64> {
+        let entry_len = len + TRAILER_BYTES;
+        let (local, chain) = {
+            let st = self.state.borrow();
+            (st.write_pos, st.chain)
+        };
         let segment_end = self.segment_start(local) + self.config.segment_bytes;
         assert!(
-            entry_fits(local, record.len() + TRAILER_BYTES, segment_end),
+            entry_fits(local, entry_len, segment_end),
             "push without reserve"
         );
-        let chain = chain_next(st.chain, &record);
-        record.extend_from_slice(&chain.to_be_bytes());
+        let (record, chain) = {
+            let mut arena = self.arena.borrow_mut();
+            if arena.capacity() < entry_len {
+                *arena = BytesMut::with_capacity(ARENA_BYTES.max(entry_len));
+            }
+            arena.resize(entry_len, 0);
+            if let Err(e) = encode(&mut arena[..len]) {
+                arena.clear();
+                return Err(e.into());
+            }
+            let chain = chain_next(chain, &arena[..len]);
+            arena[len..].copy_from_slice(&chain.to_be_bytes());
+            (arena.split().freeze(), chain)
+        };
+        let mut st = self.state.borrow_mut();
         st.chain = chain;
-        st.write_pos += record.len() as u64;
+        st.write_pos += entry_len as u64;
         let end = LogPosition {
             local: st.write_pos,
             chain,
         };
         st.boundaries.push_back(end);
-        st.hot_bytes += record.len();
+        st.hot_bytes += entry_len;
         st.chunks.push_back(Chunk {
             local,
-            bytes: Bytes::from(record),
+            bytes: record,
         });
         let pending_after = (st.write_pos - st.flushed) as usize;
         drop(st);
@@ -346,7 +372,7 @@ impl<D: Disk> CommitLog<D> {
         if pending_before == 0 || (pending_before < group && pending_after >= group) {
             self.appended.notify();
         }
-        local
+        Ok(local)
     }
 
     /// Closes the active segment with a filler and continues in a new, preallocated one.

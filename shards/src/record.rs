@@ -312,34 +312,6 @@ pub fn encode_into(
     Ok(total)
 }
 
-/// Sets the fields the store assigns at append in an already encoded record, so a record can
-/// be encoded (and its limits checked) before its position in the log is known. The store
-/// host is not patched: it is fixed per store, and its length decides the field positions.
-pub fn set_store_fields(
-    record: &mut [u8],
-    queue_offset: i64,
-    physical_offset: i64,
-    store_timestamp_ms: i64,
-) -> Result<(), RecordError> {
-    if record.len() < RECORD_BYTES_MIN {
-        return Err(RecordError::Truncated {
-            needed: RECORD_BYTES_MIN,
-            available: record.len(),
-        });
-    }
-    let flag = read_i32(record, 36);
-    let store_timestamp = 48
-        + if flag & sys_flag::BORNHOST_V6 != 0 {
-            20
-        } else {
-            8
-        };
-    record[20..28].copy_from_slice(&queue_offset.to_be_bytes());
-    record[28..36].copy_from_slice(&physical_offset.to_be_bytes());
-    record[store_timestamp..store_timestamp + 8].copy_from_slice(&store_timestamp_ms.to_be_bytes());
-    Ok(())
-}
-
 /// Encodes one record into a new buffer.
 pub fn encode(message: &Message, store: &StoreFields) -> Result<Bytes, RecordError> {
     let mut out = vec![0u8; encoded_len(message, &store.store_host)?];

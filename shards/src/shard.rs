@@ -20,9 +20,8 @@ use crate::key_index::{KeyHit, KeyIndex, KeyQuery};
 use crate::meta_file::{read_meta, write_meta, MetaReader, MetaWriter};
 use crate::offset::{segment_file_name, PhysicalOffset};
 use crate::record::{
-    encode_into, encoded_len, find_property, peek_header, property, set_store_fields,
-    tag_hash_code, Message, RecordError, RecordView, StoreFields, RECORD_BYTES_MAX,
-    RECORD_BYTES_MIN,
+    encode_into, encoded_len, find_property, peek_header, property, tag_hash_code, Message,
+    RecordError, RecordView, StoreFields, RECORD_BYTES_MAX, RECORD_BYTES_MIN,
 };
 use crate::recovery::scan_log;
 use bytes::Bytes;
@@ -258,25 +257,16 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         if messages.is_empty() || messages.len() > BATCH_MESSAGES_MAX {
             return Err(StoreError::LimitReached("messages per batch"));
         }
-        // Encode first: every limit is checked before anything is stored.
+        // Check every limit before anything is stored.
         let mut encoded = Vec::with_capacity(messages.len());
         let mut entry_bytes = 0;
         for message in messages {
             let len = encoded_len(message, &self.config.store_host)?;
             let properties = std::str::from_utf8(&message.properties)
                 .map_err(|_| RecordError::InvalidUtf8("properties"))?;
-            let mut record = Vec::with_capacity(len + TRAILER_BYTES);
-            record.resize(len, 0);
-            let placeholder = StoreFields {
-                queue_offset: 0,
-                physical_offset: 0,
-                store_timestamp_ms: 0,
-                store_host: self.config.store_host,
-            };
-            encode_into(message, &placeholder, &mut record)?;
             let tag_hash = tag_hash_code(find_property(properties, property::TAGS));
             entry_bytes += len + TRAILER_BYTES;
-            encoded.push((record, tag_hash, properties));
+            encoded.push((len, tag_hash, properties));
         }
         self.log.reserve(entry_bytes).await?;
         // From here to the last push nothing awaits: positions and queue offsets are assigned
@@ -287,14 +277,20 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         {
             let mut queues = self.queues.borrow_mut();
             let mut index = self.index.borrow_mut();
-            for (message, (mut record, tag_hash, properties)) in messages.iter().zip(encoded) {
+            for (message, (size, tag_hash, properties)) in messages.iter().zip(encoded) {
                 let local = self.log.write_pos();
                 let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
                 let queue = queues.get_or_create(&message.topic, message.queue_id);
                 let queue_offset = queue.entries.len() as i64;
-                set_store_fields(&mut record, queue_offset, physical, now)?;
-                let size = record.len();
-                let pushed = self.log.push(record);
+                let store = StoreFields {
+                    queue_offset,
+                    physical_offset: physical,
+                    store_timestamp_ms: now,
+                    store_host: self.config.store_host,
+                };
+                let pushed = self
+                    .log
+                    .push_with(size, |out| encode_into(message, &store, out))?;
                 debug_assert_eq!(pushed, local);
                 queue.entries.push(CqEntry {
                     local,
