@@ -61,7 +61,7 @@ pub(crate) fn chain_next(chain: u32, record: &[u8]) -> u32 {
 }
 
 /// Runs a closure when dropped: keeps counters and flags right when a future is cancelled.
-struct OnDrop<F: FnOnce()>(Option<F>);
+pub(crate) struct OnDrop<F: FnOnce()>(pub(crate) Option<F>);
 
 impl<F: FnOnce()> Drop for OnDrop<F> {
     fn drop(&mut self) {

@@ -102,26 +102,24 @@ impl<F> KeyIndex<F> {
         found
     }
 
-    /// Takes the pending entries of records below `boundary` and encodes them for the file.
-    pub fn drain_encoded(&mut self, boundary: u64) -> Vec<u8> {
+    /// Encodes the pending entries of records below `boundary` for the file; returns the
+    /// bytes and how many entries they hold. They stay pending until
+    /// [`KeyIndex::persisted`] confirms them, so a failed or abandoned persist loses nothing.
+    pub fn encode_pending(&self, boundary: u64) -> (Vec<u8>, usize) {
         let n = self.pending.partition_point(|(_, h)| h.local < boundary);
         let mut out = Vec::new();
-        for (key, hit) in self.pending.drain(..n) {
+        for (key, hit) in &self.pending[..n] {
             out.extend_from_slice(&(key.len() as u16).to_be_bytes());
             out.extend_from_slice(key.as_bytes());
             out.extend_from_slice(&hit.local.to_be_bytes());
             out.extend_from_slice(&hit.store_timestamp_ms.to_be_bytes());
         }
-        out
+        (out, n)
     }
 
-    /// Puts back encoded entries whose persist failed, ahead of the newer pending ones.
-    pub fn restore_encoded(&mut self, bytes: &[u8]) -> Result<()> {
-        let mut restored = Vec::new();
-        decode_entries(bytes, |key, hit| restored.push((key, hit)))?;
-        restored.append(&mut self.pending);
-        self.pending = restored;
-        Ok(())
+    /// The first `count` pending entries are durably in the file.
+    pub fn persisted(&mut self, count: usize) {
+        self.pending.drain(..count);
     }
 
     /// Loads persisted entries (already durable, so not pending).
@@ -199,7 +197,10 @@ mod tests {
         assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 1)), vec![20]);
         assert_eq!(index.query(&q("T", "U1", 0, i64::MAX, 10)), vec![10]);
         assert!(index.query(&q("U", "a", 0, i64::MAX, 10)).is_empty());
-        let encoded = index.drain_encoded(15);
+        let (encoded, count) = index.encode_pending(15);
+        assert_eq!(count, 3, "k a, k b and UNIQ_KEY of the first record");
+        index.persisted(count);
+        assert_eq!(index.encode_pending(u64::MAX).1, 1);
         let mut reloaded: KeyIndex<()> = KeyIndex::new(100);
         reloaded.load(&encoded).unwrap();
         assert_eq!(reloaded.query(&q("T", "b", 0, i64::MAX, 10)), vec![10]);

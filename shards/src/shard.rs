@@ -7,7 +7,7 @@
 //! `checkpoint`, `consumer_offsets`.
 
 use crate::append_file::AppendFile;
-use crate::commit_log::{CommitLog, LogPosition, LogStats, TRAILER_BYTES};
+use crate::commit_log::{CommitLog, LogPosition, LogStats, OnDrop, TRAILER_BYTES};
 use crate::config::{FlushMode, ShardConfig};
 use crate::consume_queue::{
     decode_entries, topic_dir_name, ConsumeQueue, CqEntry, QueueMap, CQ_ENTRY_BYTES,
@@ -533,10 +533,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             self.persisted.changed(seen).await;
         }
         self.persisting.set(true);
-        let result = self.persist_once().await;
-        self.persisting.set(false);
-        self.persisted.notify();
-        result
+        // Released even if this persist is dropped half-way, so the next one can run.
+        let _running = OnDrop(Some(|| {
+            self.persisting.set(false);
+            self.persisted.notify();
+        }));
+        self.persist_once().await
     }
 
     async fn persist_once(&self) -> Result<()> {
@@ -587,9 +589,9 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             result?;
             queue.persisted = count;
         }
-        let (file, data) = {
+        let (file, (data, count)) = {
             let mut index = self.index.borrow_mut();
-            (index.file.take(), index.drain_encoded(boundary.local))
+            (index.file.take(), index.encode_pending(boundary.local))
         };
         let mut file = match file {
             Some(file) => file,
@@ -603,8 +605,8 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             let mut index = self.index.borrow_mut();
             index.persisted_bytes = file.len();
             index.file = Some(file);
-            if result.is_err() {
-                index.restore_encoded(&data)?;
+            if result.is_ok() {
+                index.persisted(count);
             }
         }
         result?;
