@@ -17,8 +17,10 @@ pub struct ConsumerOffsets {
     map: HashMap<OffsetKey, i64>,
     /// Sequence number of the last persisted copy.
     pub seq: u64,
-    /// Changed since the last persist.
-    pub dirty: bool,
+    /// Bumped by every change.
+    pub changes: u64,
+    /// `changes` as of the last successful persist.
+    pub changes_persisted: u64,
 }
 
 impl ConsumerOffsets {
@@ -34,7 +36,7 @@ impl ConsumerOffsets {
             return Err(StoreError::LimitReached("consumer offsets"));
         }
         self.map.insert(key, offset);
-        self.dirty = true;
+        self.changes += 1;
         Ok(())
     }
 
@@ -62,7 +64,8 @@ impl ConsumerOffsets {
         Ok(Self {
             map,
             seq,
-            dirty: false,
+            changes: 0,
+            changes_persisted: 0,
         })
     }
 }

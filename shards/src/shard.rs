@@ -544,13 +544,15 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     async fn persist_once(&self) -> Result<()> {
         let offsets = {
             let offsets = self.offsets.borrow();
-            offsets.dirty.then(|| (offsets.seq + 1, offsets.encode()))
+            (offsets.changes != offsets.changes_persisted)
+                .then(|| (offsets.seq + 1, offsets.changes, offsets.encode()))
         };
-        if let Some((seq, payload)) = offsets {
+        if let Some((seq, changes, payload)) = offsets {
             write_meta(&self.disk, &self.path("consumer_offsets"), seq, &payload).await?;
             let mut offsets = self.offsets.borrow_mut();
             offsets.seq = seq;
-            offsets.dirty = false;
+            // Changes made while this copy was written stay due for the next persist.
+            offsets.changes_persisted = changes;
         }
         let boundary = self.log.durable_boundary();
         let keys: Vec<(String, i32)> = {
