@@ -6,6 +6,7 @@ mod common;
 
 use common::{config, message, STORE_HOST};
 use glommio::LocalExecutorBuilder;
+use ringmq_shards::real_io::Durability;
 use ringmq_shards::record::{encode, Message, RecordView, StoreFields};
 use ringmq_shards::{FlushMode, QueueReadRequest, RealClock, RealDisk, Shard, SimRng};
 use std::io::Read;
@@ -50,8 +51,12 @@ where
 }
 
 async fn open(dir: &Path) -> Shard<RealDisk, RealClock> {
+    open_with(dir, Durability::default()).await
+}
+
+async fn open_with(dir: &Path, durability: Durability) -> Shard<RealDisk, RealClock> {
     let cfg = config(dir, FlushMode::SyncFlush, SEGMENT_BYTES);
-    Shard::open(cfg, RealDisk::default(), RealClock)
+    Shard::open(cfg, RealDisk { durability }, RealClock)
         .await
         .unwrap()
 }
@@ -72,10 +77,16 @@ fn numbered(seq: u64) -> Message {
 
 #[test]
 fn real_disk_appends_group_commit_and_reopen() {
-    let dir = temp_dir("reopen");
+    for durability in [Durability::Fdatasync, Durability::WriteThrough] {
+        appends_group_commit_and_reopen(durability);
+    }
+}
+
+fn appends_group_commit_and_reopen(durability: Durability) {
+    let dir = temp_dir(&format!("reopen-{durability:?}"));
     let dir2 = dir.clone();
     let acked = run_async(move || async move {
-        let shard = Rc::new(open(&dir2).await);
+        let shard = Rc::new(open_with(&dir2, durability).await);
         let tasks: Vec<_> = (0..8u64)
             .map(|t| {
                 let shard = shard.clone();
@@ -103,7 +114,7 @@ fn real_disk_appends_group_commit_and_reopen() {
     });
     let dir3 = dir.clone();
     run_async(move || async move {
-        let shard = open(&dir3).await;
+        let shard = open_with(&dir3, durability).await;
         for (seq, r) in acked {
             let bytes = shard.read_at(r.physical_offset).await.unwrap();
             let view = RecordView::parse(bytes).unwrap();
