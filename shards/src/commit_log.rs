@@ -10,12 +10,15 @@
 //! (keeping room for a filler), a 12-byte filler `[i32 bytes to segment end][MAGIC_BLANK]
 //! [chain u32]` closes the segment and the log continues at the next segment's start.
 //!
-//! Write path. An append encodes its record once into its own buffer (copy 1), which joins the
-//! in-memory tail (`chunks`) and is served to readers from there. A group commit gathers every
-//! pending byte from the start of the partial last block into one aligned buffer (copy 2),
-//! writes it with one DMA write and one fdatasync, then wakes every waiter it covered; appends
-//! arriving meanwhile join the next group. At 1 KiB records and the 1 MiB group cap, one
-//! flush carries ~1000 records: 2 syscalls-equivalent io_uring ops per ~1000 messages.
+//! Write path. An append encodes its record once, in place, into a block shared with its
+//! neighbours (copy 1; one allocation per ~1000 records), which joins the in-memory tail
+//! (`chunks`) and is served to readers from there. Group commit has two stages with at most
+//! one operation each in flight: a writer gathers every pending byte from the start of the
+//! partial last block into one aligned buffer (copy 2) and writes it with one DMA write; a
+//! syncer makes what is written durable with one fdatasync, then wakes every waiter it
+//! covered. The write of group N+1 overlaps the fdatasync of group N, and appends arriving
+//! meanwhile join the next group. At 1 KiB records and the 1 MiB group cap, a write carries
+//! ~1000 records.
 //!
 //! Ownership: owned by one shard and only touched from its executor; no borrow of `state`
 //! is held across an await.
