@@ -104,6 +104,8 @@ struct State<F> {
     use_tick: u64,
     /// Everything below is written to its segment (durable once synced).
     written: u64,
+    /// Blocks below are written (log data or zeros) in the segment holding `written`.
+    zeroed: u64,
     /// Bumped by a failed sync; a write that began before it does not count.
     write_epoch: u64,
     /// Segments written since the last sync, by start offset.
@@ -187,6 +189,7 @@ impl<D: Disk> CommitLog<D> {
                 files: BTreeMap::new(),
                 use_tick: 0,
                 written: end.local,
+                zeroed: align_up(end.local),
                 write_epoch: 0,
                 dirty: Vec::new(),
                 writing: false,
@@ -532,8 +535,23 @@ impl<D: Disk> CommitLog<D> {
             buf
         };
         let len = buf.as_ref().len();
-        file.write_at(block - segment, buf).await?;
+        let zeroed = {
+            let zero = self.zero_ahead(segment, block + len as u64, &*file);
+            let data = file.write_at(block - segment, buf);
+            match zero {
+                Some((end, zeros)) => {
+                    let (data, zeros) = futures_lite::future::zip(data, zeros).await;
+                    data?;
+                    zeros?;
+                    Some(end)
+                }
+                None => data.await.map(|_| None)?,
+            }
+        };
         let mut st = self.state.borrow_mut();
+        if let Some(end) = zeroed {
+            st.zeroed = st.zeroed.max(end);
+        }
         // A failed sync since this write began means its region is rewritten from scratch.
         if st.write_epoch == epoch {
             st.written = to;
@@ -543,6 +561,36 @@ impl<D: Disk> CommitLog<D> {
         }
         st.flush_bytes += len as u64;
         Ok(())
+    }
+
+    /// Blocks of a preallocated segment that were never written are "unwritten extents": a
+    /// write that covers both such blocks and the rewritten partial last block costs ext4 a
+    /// metadata update that makes the next fdatasync several times slower (measured: 3.2 ms
+    /// against 0.2 ms p50 on this host). So each write keeps the region ahead of the log
+    /// written with zeros, at most `zero_ahead_bytes` ahead, with a second write issued
+    /// alongside the data write (disjoint blocks). Returns the new zeroed end and that write.
+    fn zero_ahead<'a>(
+        &self,
+        segment: u64,
+        data_end: u64,
+        file: &'a D::File,
+    ) -> Option<(
+        u64,
+        impl std::future::Future<Output = std::io::Result<()>> + 'a,
+    )> {
+        let ahead = self.config.zero_ahead_bytes;
+        if ahead == 0 {
+            return None;
+        }
+        let start = self.state.borrow().zeroed.max(data_end).max(segment);
+        let end = (data_end + ahead).min(segment + self.config.segment_bytes);
+        // Top up in steps of a quarter window, not per block.
+        if end <= start || end - start < ahead / 4 {
+            return None;
+        }
+        let mut zeros = file.alloc_buffer((end - start) as usize);
+        zeros.as_mut().fill(0);
+        Some((end, file.write_at(start - segment, zeros)))
     }
 
     /// Makes everything written so far durable: one fdatasync per segment written to.

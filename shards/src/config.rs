@@ -15,6 +15,9 @@ pub const SEGMENT_BYTES_DEFAULT: u64 = 1 << 30;
 pub const GROUP_COMMIT_BYTES_MAX_DEFAULT: usize = 1 << 20;
 /// Default hot-tail budget: 64 MiB of recent records served from memory per shard.
 pub const HOT_TAIL_BYTES_MAX_DEFAULT: usize = 64 << 20;
+/// Default zero-ahead window: 1 MiB keeps a few groups' worth of blocks ready while each
+/// top-up write stays a fraction of a millisecond.
+pub const ZERO_AHEAD_BYTES_DEFAULT: u64 = 1 << 20;
 /// Default cap on open segment files per shard (file descriptors for cold reads).
 pub const SEGMENTS_OPEN_MAX_DEFAULT: usize = 16;
 /// Default cap on appends waiting for durability at once (SYNC_FLUSH senders in flight).
@@ -52,6 +55,9 @@ pub struct LogConfig {
     pub hot_tail_bytes_max: usize,
     pub segments_open_max: usize,
     pub flush_waiters_max: usize,
+    /// How far ahead of the log the active segment is kept written with zeros (0: off);
+    /// see `CommitLog::zero_ahead`.
+    pub zero_ahead_bytes: u64,
 }
 
 impl Default for LogConfig {
@@ -64,6 +70,7 @@ impl Default for LogConfig {
             hot_tail_bytes_max: HOT_TAIL_BYTES_MAX_DEFAULT,
             segments_open_max: SEGMENTS_OPEN_MAX_DEFAULT,
             flush_waiters_max: FLUSH_WAITERS_MAX_DEFAULT,
+            zero_ahead_bytes: ZERO_AHEAD_BYTES_DEFAULT,
         }
     }
 }
