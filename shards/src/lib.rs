@@ -27,6 +27,6 @@ pub use error::StoreError;
 pub use io::{Clock, Disk, DiskFile};
 pub use key_index::KeyQuery;
 pub use offset::PhysicalOffset;
-pub use real_io::{RealClock, RealDisk};
+pub use real_io::{Durability, RealClock, RealDisk};
 pub use shard::{AppendResult, QueueRead, QueueReadRequest, Shard};
 pub use sim_io::{SimClock, SimDisk, SimRng};
