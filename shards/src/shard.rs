@@ -117,6 +117,33 @@ impl Checkpoint {
     }
 }
 
+/// Makes sure `config` describes the data in its directory: recovery under another shard id
+/// or segment size would read valid records as invalid and truncate them away. The first
+/// open records both in `shard.meta`.
+async fn check_identity<D: Disk>(disk: &D, config: &ShardConfig) -> Result<()> {
+    let path = config.dir.join("shard.meta");
+    let expected = {
+        let mut w = MetaWriter::default();
+        w.u32(u32::from(config.shard_id))
+            .u64(config.log.segment_bytes);
+        w.0
+    };
+    match read_meta(disk, &path).await? {
+        None => write_meta(disk, &path, 1, &expected).await,
+        Some((_, found)) if found == expected => Ok(()),
+        Some((_, found)) => {
+            let mut r = MetaReader::new(&found, "shard.meta");
+            let (shard_id, segment_bytes) = (r.u32()?, r.u64()?);
+            Err(StoreError::Config(format!(
+                "{} holds shard {shard_id} with {segment_bytes}-byte segments; configured: shard {} with {}-byte segments",
+                config.dir.display(),
+                config.shard_id,
+                config.log.segment_bytes
+            )))
+        }
+    }
+}
+
 /// One shard's storage engine.
 pub struct Shard<D: Disk, C: Clock> {
     config: ShardConfig,
@@ -154,6 +181,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         for sub in ["commitlog", "consumequeue", "index"] {
             disk.create_dir_all(&dir.join(sub)).await?;
         }
+        check_identity(&disk, &config).await?;
         let (checkpoint_seq, checkpoint) = match read_meta(&disk, &dir.join("checkpoint")).await? {
             Some((seq, payload)) => (seq, Checkpoint::decode(&payload)?),
             None => (0, Checkpoint::default()),

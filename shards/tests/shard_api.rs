@@ -362,3 +362,32 @@ fn stale_record_after_truncation_is_not_resurrected() {
         assert_eq!(&RecordView::parse(read).unwrap().body()[..], b"new third");
     });
 }
+
+/// Opening a directory with another shard id or segment size is refused, not "recovered"
+/// by truncating records that look foreign.
+#[test]
+fn refuses_a_directory_of_another_shard_or_segment_size() {
+    block_on(async {
+        let disk = SimDisk::new(10, 64 << 20);
+        let clock = SimClock::new(0);
+        let shard = open(&disk, &clock, FlushMode::SyncFlush, 8 << 10).await;
+        shard
+            .append(&message("T", 0, b"kept", None, None))
+            .await
+            .unwrap();
+        drop(shard);
+        let mut other_id = config(Path::new(DIR), FlushMode::SyncFlush, 8 << 10);
+        other_id.shard_id = 2;
+        let err = Shard::open(other_id, disk.clone(), clock.clone())
+            .await
+            .err();
+        assert!(matches!(err, Some(StoreError::Config(_))), "{err:?}");
+        let other_size = config(Path::new(DIR), FlushMode::SyncFlush, 16 << 10);
+        let err = Shard::open(other_size, disk.clone(), clock.clone())
+            .await
+            .err();
+        assert!(matches!(err, Some(StoreError::Config(_))), "{err:?}");
+        let shard = open(&disk, &clock, FlushMode::SyncFlush, 8 << 10).await;
+        assert_eq!(shard.max_offset("T", 0), 1, "nothing was truncated");
+    });
+}
