@@ -29,6 +29,8 @@ const SEGMENT_BYTES: u64 = 256 << 10;
 const QUEUES: i32 = 4;
 const CHILD_DIR_ENV: &str = "RINGMQ_CRASH_CHILD_DIR";
 const CHILD_SEQ_ENV: &str = "RINGMQ_CRASH_CHILD_SEQ";
+/// "write-through" makes the child use O_DSYNC files; cycles alternate both modes.
+const CHILD_DURABILITY_ENV: &str = "RINGMQ_CRASH_CHILD_DURABILITY";
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ringmq-shards-{}-{name}", std::process::id()));
@@ -153,7 +155,11 @@ fn crash_child() {
     };
     let seq_start: u64 = std::env::var(CHILD_SEQ_ENV).unwrap().parse().unwrap();
     run_async(move || async move {
-        let shard = Rc::new(open(Path::new(&dir)).await);
+        let durability = match std::env::var(CHILD_DURABILITY_ENV).as_deref() {
+            Ok("write-through") => Durability::WriteThrough,
+            _ => Durability::Fdatasync,
+        };
+        let shard = Rc::new(open_with(Path::new(&dir), durability).await);
         let started = Instant::now();
         let next = Rc::new(std::cell::Cell::new(seq_start));
         let tasks: Vec<_> = (0..CHILD_APPENDERS)
@@ -203,6 +209,14 @@ fn real_crash_test_sigkill_cycles() {
             ])
             .env(CHILD_DIR_ENV, &dir)
             .env(CHILD_SEQ_ENV, (cycle * 10_000_000).to_string())
+            .env(
+                CHILD_DURABILITY_ENV,
+                if cycle % 2 == 0 {
+                    "fdatasync"
+                } else {
+                    "write-through"
+                },
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
