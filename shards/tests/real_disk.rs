@@ -18,8 +18,10 @@ use std::time::{Duration, Instant};
 /// io_uring registered memory per executor: tests run in parallel under the 8 MiB
 /// `ulimit -l` of CI machines.
 const IO_MEMORY_BYTES: usize = 1 << 20;
-/// Kill/restart cycles of the crash test, and the bound on its total time.
+/// Kill/restart cycles of the crash test (at most, at least), and the time after which it
+/// stops starting new ones.
 const CRASH_CYCLES: u64 = 20;
+const CRASH_CYCLES_MIN: u64 = 5;
 const CRASH_TEST_TIME_MAX: Duration = Duration::from_secs(120);
 /// The child stops by itself after this long if nobody kills it.
 const CHILD_TIME_MAX: Duration = Duration::from_secs(30);
@@ -195,10 +197,11 @@ fn real_crash_test_sigkill_cycles() {
     let mut rng = SimRng::new(std::process::id() as u64);
     let mut acked: Vec<(u64, Vec<u8>)> = Vec::new();
     for cycle in 0..CRASH_CYCLES {
-        assert!(
-            started.elapsed() < CRASH_TEST_TIME_MAX,
-            "crash test over its time budget"
-        );
+        // Bounded in time without making speed a pass condition: a slow machine runs fewer
+        // cycles, never fewer than the minimum.
+        if cycle >= CRASH_CYCLES_MIN && started.elapsed() > CRASH_TEST_TIME_MAX {
+            break;
+        }
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "crash_child",
@@ -221,16 +224,17 @@ fn real_crash_test_sigkill_cycles() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(100 + rng.below(400)));
+        // Drain the child's output as it comes, so it never blocks on a full pipe and the
+        // kill lands while it is appending.
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut out = String::new();
+            stdout.read_to_string(&mut out).map(|_| out)
+        });
+        std::thread::sleep(Duration::from_millis(50 + rng.below(300)));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
+        let out = reader.join().unwrap().unwrap();
         // A line cut by the kill is not an acknowledgement.
         let complete = out.rfind('\n').map_or("", |end| &out[..end]);
         let new: Vec<_> = complete.lines().filter_map(parse_ack).collect();
