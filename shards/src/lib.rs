@@ -1,4 +1,32 @@
 //! ringmq-shards: the storage engine one shard owns alone (commit log, consume queues,
 //! index, consumer offsets, recovery). It knows records and files, nothing of connections.
+//!
+//! Entry point: [`Shard::open`] with a [`ShardConfig`], a [`Disk`] and a [`Clock`] — the
+//! real ones ([`RealDisk`], [`RealClock`], inside a glommio executor) or the simulated,
+//! fault-injecting ones ([`SimDisk`], [`SimClock`]).
 
+mod append_file;
+pub mod commit_log;
+pub mod config;
+mod consume_queue;
+mod consumer_offsets;
+pub mod error;
+pub mod event;
+pub mod io;
+mod key_index;
+mod meta_file;
+pub mod offset;
+pub mod real_io;
 pub mod record;
+mod recovery;
+pub mod shard;
+pub mod sim_io;
+
+pub use config::{FlushMode, LogConfig, ShardConfig};
+pub use error::StoreError;
+pub use io::{Clock, Disk, DiskFile};
+pub use key_index::KeyQuery;
+pub use offset::PhysicalOffset;
+pub use real_io::{Durability, RealClock, RealDisk};
+pub use shard::{AppendResult, QueueRead, QueueReadRequest, Shard};
+pub use sim_io::{SimClock, SimDisk, SimRng};
