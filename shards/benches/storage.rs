@@ -41,17 +41,21 @@ const OPS_MAX: u64 = 50_000_000;
 struct Args {
     dir: PathBuf,
     phase: Duration,
+    /// Skip fio and the raw syscall phases (quicker iterations on the engine alone).
+    engine_only: bool,
 }
 
 fn args() -> Args {
     let mut args = Args {
         dir: PathBuf::from("target/storage-bench"),
         phase: Duration::from_secs(5),
+        engine_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--dir" => args.dir = it.next().expect("--dir DIR").into(),
+            "--engine-only" => args.engine_only = true,
             "--seconds" => {
                 let secs = it.next().expect("--seconds N").parse().expect("a number");
                 args.phase = Duration::from_secs(secs);
@@ -392,17 +396,11 @@ fn mib(bytes_per_s: f64) -> f64 {
     bytes_per_s / (1 << 20) as f64
 }
 
-fn main() {
-    let args = args();
-    std::fs::create_dir_all(&args.dir).unwrap();
+/// fio and the raw durable-write methods: prints them, returns fio's sequential write
+/// bandwidth (bytes/s) and the raw pwrite + fdatasync p99 (µs).
+fn physical_limits(args: &Args) -> (f64, f64) {
     let secs = args.phase.as_secs().max(1).to_string();
     let runtime = format!("--runtime={secs}");
-    println!(
-        "# storage benchmark ({}s per phase, dir {})",
-        secs,
-        args.dir.display()
-    );
-
     let bw = fio(
         &args.dir,
         &[
@@ -460,6 +458,24 @@ fn main() {
     }
     println!("{}", glommio.row("glommio DMA write + fdatasync"));
 
+    (fio_bw, raw_p99)
+}
+
+fn main() {
+    let args = args();
+    std::fs::create_dir_all(&args.dir).unwrap();
+    let secs = args.phase.as_secs().max(1).to_string();
+    println!(
+        "# storage benchmark ({}s per phase, dir {})",
+        secs,
+        args.dir.display()
+    );
+
+    let (fio_bw, raw_p99) = if args.engine_only {
+        (f64::NAN, f64::NAN)
+    } else {
+        physical_limits(&args)
+    };
     println!("\n## Engine (1 KiB records)");
     println!("| durability | ASYNC_FLUSH append | SYNC_FLUSH, {SYNC_APPENDERS} appenders | SYNC/ASYNC | SYNC ack p50 / p99 / p99.9 (µs) | shard CPU async / sync |");
     println!("|---|---|---|---|---|---|");
