@@ -673,6 +673,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         self.log.write_pos()
     }
 
+    /// End of the durable log (local offset).
+    pub fn log_durable_end(&self) -> u64 {
+        self.log.flushed()
+    }
+
     pub fn config(&self) -> &ShardConfig {
         &self.config
     }

@@ -291,6 +291,37 @@ fn async_flush_acks_at_once_and_flusher_follows() {
     });
 }
 
+/// An ASYNC appender over the hot-tail budget waits for room, not for the whole tail: it
+/// used to flush everything appended (tens of MiB at the default budget) on every overrun.
+#[test]
+fn hot_tail_overrun_flushes_only_what_makes_room() {
+    block_on(async {
+        let disk = SimDisk::new(7, 64 << 20);
+        let clock = SimClock::new(0);
+        let shard = open(&disk, &clock, FlushMode::AsyncFlush, 1 << 20).await;
+        let budget = shard.config().log.hot_tail_bytes_max as u64;
+        let body = [b'x'; 1000];
+        let mut overruns = 0;
+        while overruns < 50 {
+            shard
+                .append(&message("T", 0, &body, None, None))
+                .await
+                .unwrap();
+            let unflushed = shard.log_end() - shard.log_durable_end();
+            assert!(unflushed <= budget, "{unflushed} bytes over the budget");
+            if shard.log_durable_end() > 0 {
+                overruns += 1;
+                // Room for the next record was made by flushing at most one group more.
+                let group = shard.config().log.group_commit_bytes_max as u64;
+                assert!(
+                    unflushed >= budget - group - 2048,
+                    "flushed down to {unflushed}"
+                );
+            }
+        }
+    });
+}
+
 /// A record left behind after a truncation, whole and with a valid BODYCRC and a fitting
 /// queue offset, must not come back: the crc32c chain trailer ties it to the record that
 /// preceded it when it was written.
