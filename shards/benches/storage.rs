@@ -12,7 +12,7 @@
 
 use glommio::LocalExecutorBuilder;
 use hdrhistogram::Histogram;
-use ringmq_shards::real_io::Durability;
+use ringmq_shards::real_io::{Durability, SHARD_PREEMPT_TIMER};
 use ringmq_shards::record::Message;
 use ringmq_shards::{FlushMode, QueueReadRequest, RealClock, RealDisk, Shard, ShardConfig};
 use std::cell::RefCell;
@@ -183,7 +183,9 @@ fn syscall_durability(dir: &Path, method: &str, phase: Duration) -> Latency {
 fn executor<T: Send + 'static, F: std::future::Future<Output = T> + 'static>(
     f: impl FnOnce() -> F + Send + 'static,
 ) -> T {
-    let mut builder = LocalExecutorBuilder::default().io_memory(IO_MEMORY_BYTES);
+    let mut builder = LocalExecutorBuilder::default()
+        .io_memory(IO_MEMORY_BYTES)
+        .preempt_timer(SHARD_PREEMPT_TIMER);
     if let Ok(us) = std::env::var("BENCH_SPIN_US") {
         // Spin before parking: a dedicated broker core would rather burn idle cycles than
         // pay the wakeup latency of a parked reactor.
