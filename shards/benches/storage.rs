@@ -481,7 +481,11 @@ fn main() {
     println!("\n## Engine (1 KiB records)");
     println!("| durability | ASYNC_FLUSH append | SYNC_FLUSH, {SYNC_APPENDERS} appenders | SYNC/ASYNC | SYNC ack p50 / p99 / p99.9 (µs) | shard CPU async / sync |");
     println!("|---|---|---|---|---|---|");
-    for durability in [Durability::Fdatasync, Durability::WriteThrough] {
+    for durability in [
+        Durability::Fdatasync,
+        Durability::WriteThrough,
+        Durability::RwfDsync,
+    ] {
         let a = engine_async(args.dir.join("async"), args.phase, durability, 1);
         let s = engine_sync(args.dir.join("sync"), args.phase, durability);
         let l = s.latency.as_ref().expect("measured");

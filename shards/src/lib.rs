@@ -10,6 +10,7 @@ pub mod commit_log;
 pub mod config;
 mod consume_queue;
 mod consumer_offsets;
+mod dsync_ring;
 pub mod error;
 pub mod event;
 pub mod io;

@@ -31,7 +31,8 @@ const SEGMENT_BYTES: u64 = 256 << 10;
 const QUEUES: i32 = 4;
 const CHILD_DIR_ENV: &str = "RINGMQ_CRASH_CHILD_DIR";
 const CHILD_SEQ_ENV: &str = "RINGMQ_CRASH_CHILD_SEQ";
-/// "write-through" makes the child use O_DSYNC files; cycles alternate both modes.
+/// "write-through" makes the child use O_DSYNC files, "rwf-dsync" RWF_DSYNC writes through
+/// its own ring; cycles rotate through the three modes.
 const CHILD_DURABILITY_ENV: &str = "RINGMQ_CRASH_CHILD_DURABILITY";
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -81,7 +82,11 @@ fn numbered(seq: u64) -> Message {
 
 #[test]
 fn real_disk_appends_group_commit_and_reopen() {
-    for durability in [Durability::Fdatasync, Durability::WriteThrough] {
+    for durability in [
+        Durability::Fdatasync,
+        Durability::WriteThrough,
+        Durability::RwfDsync,
+    ] {
         appends_group_commit_and_reopen(durability);
     }
 }
@@ -159,6 +164,7 @@ fn crash_child() {
     run_async(move || async move {
         let durability = match std::env::var(CHILD_DURABILITY_ENV).as_deref() {
             Ok("write-through") => Durability::WriteThrough,
+            Ok("rwf-dsync") => Durability::RwfDsync,
             _ => Durability::Fdatasync,
         };
         let shard = Rc::new(open_with(Path::new(&dir), durability).await);
@@ -214,11 +220,7 @@ fn real_crash_test_sigkill_cycles() {
             .env(CHILD_SEQ_ENV, (cycle * 10_000_000).to_string())
             .env(
                 CHILD_DURABILITY_ENV,
-                if cycle % 2 == 0 {
-                    "fdatasync"
-                } else {
-                    "write-through"
-                },
+                ["fdatasync", "write-through", "rwf-dsync"][cycle as usize % 3],
             )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
