@@ -12,7 +12,7 @@
 
 use glommio::LocalExecutorBuilder;
 use hdrhistogram::Histogram;
-use ringmq_shards::real_io::{Durability, SHARD_PREEMPT_TIMER};
+use ringmq_shards::real_io::Durability;
 use ringmq_shards::record::Message;
 use ringmq_shards::{FlushMode, QueueReadRequest, RealClock, RealDisk, Shard, ShardConfig};
 use std::cell::RefCell;
@@ -183,13 +183,17 @@ fn syscall_durability(dir: &Path, method: &str, phase: Duration) -> Latency {
 fn executor<T: Send + 'static, F: std::future::Future<Output = T> + 'static>(
     f: impl FnOnce() -> F + Send + 'static,
 ) -> T {
-    let mut builder = LocalExecutorBuilder::default()
-        .io_memory(IO_MEMORY_BYTES)
-        .preempt_timer(SHARD_PREEMPT_TIMER);
+    let mut builder = LocalExecutorBuilder::default().io_memory(IO_MEMORY_BYTES);
     if let Ok(us) = std::env::var("BENCH_SPIN_US") {
         // Spin before parking: a dedicated broker core would rather burn idle cycles than
         // pay the wakeup latency of a parked reactor.
         builder = builder.spin_before_park(Duration::from_micros(us.parse().expect("µs")));
+    }
+    if let Ok(us) = std::env::var("BENCH_PREEMPT_US") {
+        // glommio submits and reaps I/O only between task-queue runs, so a busy appender
+        // holds the flusher's writes for up to this long (default 100 ms). Short values
+        // speed ASYNC up a lot but hang glommio 0.9.0 now and then (docs/BENCHMARKS.md).
+        builder = builder.preempt_timer(Duration::from_micros(us.parse().expect("µs")));
     }
     builder.spawn(f).unwrap().join().unwrap()
 }

@@ -13,14 +13,6 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Preemption interval for a shard's glommio executor (`LocalExecutorBuilder::preempt_timer`).
-/// glommio submits and reaps the main ring's I/O only between task-queue runs, and a busy
-/// appender (whose socket reads complete without the ring) keeps its queue running until
-/// the preempt timer (100 ms by default) fires; the flusher's writes then wait that long.
-/// 250 µs keeps a group write or fdatasync from waiting more than about its own duration, at
-/// the cost of one io_uring_enter per 250 µs of busy time.
-pub const SHARD_PREEMPT_TIMER: Duration = Duration::from_micros(250);
-
 /// How a write is made durable on the real disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
