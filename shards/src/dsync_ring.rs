@@ -143,7 +143,20 @@ impl DsyncRing {
                 },
             );
             self.unreaped.set(self.unreaped.get() + 1);
-            ring.submit()?;
+            // Queued entries stay queued when io_uring_enter fails, and go to the kernel with
+            // the next submit: so retry an interrupted one, and on any other error leave the
+            // slot to the reaper (the buffer must outlive a write that may still run).
+            let submitted = loop {
+                match ring.submit() {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => break other,
+                }
+            };
+            if let Err(e) = submitted {
+                drop(ring);
+                self.abandon(id);
+                return Err(e);
+            }
         }
         // If this future is dropped, the reaper frees the slot when the write completes.
         let abandon = crate::commit_log::OnDrop(Some(|| self.abandon(id)));
