@@ -5,10 +5,15 @@
 //! Java's defaults, numbers may come as strings); read them with [`decode`], write them with
 //! [`encode`] or [`crate::protocol::fastjson::to_vec`] when the style matters.
 
+pub mod consumer_group;
+pub mod heartbeat;
 mod lists;
+pub mod lock;
 mod register;
 mod register_compressed;
 mod route;
+pub mod stats;
+pub mod subscription_group;
 
 pub use lists::{KvTable, TopicList};
 pub use register::{

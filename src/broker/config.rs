@@ -1,0 +1,1 @@
+//! The broker's configuration: flags and RocketMQ's broker.conf keys.

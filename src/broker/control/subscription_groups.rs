@@ -1,0 +1,1 @@
+//! subscription_groups (control plane table).

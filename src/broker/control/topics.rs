@@ -1,0 +1,1 @@
+//! topics (control plane table).

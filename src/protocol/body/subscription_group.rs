@@ -1,0 +1,1 @@
+//! subscription_group bodies.
