@@ -93,10 +93,15 @@ pub fn next_version(version: DataVersion, now_ms: i64) -> DataVersion {
     }
 }
 
+/// A table's entries by name.
+pub type Entries<V> = BTreeMap<String, V>;
+/// A table's entries and version: what its file holds.
+pub type Contents<V> = (Entries<V>, DataVersion);
+
 /// How a table's file is written and read: its JSON shape, given the entries and version.
 pub struct FileShape<V> {
-    pub encode: fn(&BTreeMap<String, V>, &DataVersion) -> Result<Vec<u8>, FastjsonError>,
-    pub decode: fn(&[u8]) -> Result<(BTreeMap<String, V>, DataVersion), FastjsonError>,
+    pub encode: fn(&Entries<V>, &DataVersion) -> Result<Vec<u8>, FastjsonError>,
+    pub decode: fn(&[u8]) -> Result<Contents<V>, FastjsonError>,
 }
 
 /// A named-entry table with a data version, written through to its file on every change.
