@@ -15,6 +15,7 @@ use crate::protocol::fastjson::FastjsonError;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a persisted table could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -104,6 +105,20 @@ pub struct FileShape<V> {
     pub decode: fn(&[u8]) -> Result<Contents<V>, FastjsonError>,
 }
 
+/// A read-only copy of a table for the other shards: plain data, cheap to clone (the entries
+/// are shared). Of two snapshots, the one with the higher counter is the newer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot<V> {
+    pub data_version: DataVersion,
+    pub entries: Arc<Entries<V>>,
+}
+
+impl<V> Snapshot<V> {
+    pub fn get(&self, name: &str) -> Option<&V> {
+        self.entries.get(name)
+    }
+}
+
 /// A named-entry table with a data version, written through to its file on every change.
 /// A change that cannot be persisted is undone, so memory never runs ahead of the disk.
 /// Single-threaded and synchronous: the control plane's owner (shard 0) holds it alone.
@@ -162,6 +177,13 @@ impl<V: Clone> PersistedTable<V> {
 
     pub fn data_version(&self) -> DataVersion {
         self.data_version
+    }
+
+    pub fn snapshot(&self) -> Snapshot<V> {
+        Snapshot {
+            data_version: self.data_version,
+            entries: Arc::new(self.entries.clone()),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -225,6 +247,15 @@ impl<V: Clone> PersistedTable<V> {
     }
 }
 
+/// A fresh directory path for one test, named for it and this process; a copy left by an
+/// earlier run is removed first.
+#[cfg(test)]
+pub(crate) fn test_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ringmq-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,20 +281,13 @@ mod tests {
         }
     }
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("ringmq-persist-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
-
     fn defaults() -> BTreeMap<String, i32> {
         BTreeMap::from([("system".to_owned(), 1)])
     }
 
     #[test]
     fn persists_every_change_and_reloads_over_the_defaults() {
-        let dir = temp_dir("roundtrip");
+        let dir = test_dir("persist-roundtrip");
         let path = dir.join("config").join("t.json");
         let mut table = PersistedTable::open(path.clone(), shape(), defaults(), 10).unwrap();
         assert_eq!(table.data_version(), DataVersion::default());
@@ -281,7 +305,7 @@ mod tests {
 
     #[test]
     fn ignores_a_torn_tmp_and_falls_back_to_apaches_bak() {
-        let dir = temp_dir("torn");
+        let dir = test_dir("persist-torn");
         let path = dir.join("t.json");
         std::fs::create_dir_all(&dir).unwrap();
         // A crash mid-write leaves half a tmp copy beside the intact file.
@@ -305,7 +329,7 @@ mod tests {
 
     #[test]
     fn bounds_the_entries_and_undoes_a_change_that_cannot_be_written() {
-        let dir = temp_dir("bounds");
+        let dir = test_dir("persist-bounds");
         let path = dir.join("t.json");
         let mut table = PersistedTable::open(path.clone(), shape(), defaults(), 2).unwrap();
         assert!(table.put("a", 1, 1).unwrap());

@@ -6,7 +6,7 @@
 //! before the call returns. The other shards read [`TopicSnapshot`]s of it.
 
 use crate::broker::config::BrokerConfig;
-use crate::persist::{FileShape, PersistError, PersistedTable};
+use crate::persist::{FileShape, PersistError, PersistedTable, Snapshot};
 use crate::protocol::body::{
     self, DataVersion, TopicConfig, TopicConfigSerializeWrapper, PERM_INHERIT, PERM_READ,
     PERM_WRITE,
@@ -15,7 +15,6 @@ use crate::protocol::fastjson::FastjsonError;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Arc;
 
 /// Where the table lives under the data directory (Apache's `BrokerPathConfigHelper`).
 pub const TOPICS_FILE: &str = "config/topics.json";
@@ -163,19 +162,8 @@ pub fn dlq_topic(group: &str) -> String {
     format!("{DLQ_GROUP_TOPIC_PREFIX}{group}")
 }
 
-/// A read-only copy of the table for the other shards: plain data, cheap to clone (the map is
-/// shared). Between two snapshots, the one with the higher counter is the newer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TopicSnapshot {
-    pub data_version: DataVersion,
-    pub topics: Arc<BTreeMap<String, TopicConfig>>,
-}
-
-impl TopicSnapshot {
-    pub fn get(&self, topic: &str) -> Option<&TopicConfig> {
-        self.topics.get(topic)
-    }
-}
+/// A read-only copy of the topic table for the other shards.
+pub type TopicSnapshot = Snapshot<TopicConfig>;
 
 /// The file's shape: what Apache's `TopicConfigManager.encode` writes.
 #[derive(Serialize)]
@@ -359,10 +347,7 @@ impl TopicTable {
     }
 
     pub fn snapshot(&self) -> TopicSnapshot {
-        TopicSnapshot {
-            data_version: self.data_version(),
-            topics: Arc::new(self.table.entries().clone()),
-        }
+        self.table.snapshot()
     }
 
     fn create(&mut self, config: TopicConfig, now_ms: i64) -> Result<Ensured, TopicError> {
@@ -447,34 +432,57 @@ fn system_topics(config: &BrokerConfig, reply_topic: &str) -> BTreeMap<String, T
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::broker::config::BrokerArgs;
-    use std::path::PathBuf;
+    use crate::persist::test_dir;
 
     /// topics.json as Apache RocketMQ 4.9 writes it: fastjson's pretty form of
     /// `TopicConfigSerializeWrapper` (4.9's DataVersion has no stateVersion, its TopicConfig
     /// no attributes).
-    const APACHE_49_FILE: &str = "{\n\t\"dataVersion\":{\n\t\t\"counter\":5,\n\t\t\"timestamp\":1700000000456\n\t},\n\t\"topicConfigTable\":{\n\t\t\"orders\":{\n\t\t\t\"order\":false,\n\t\t\t\"perm\":6,\n\t\t\t\"readQueueNums\":4,\n\t\t\t\"topicFilterType\":\"SINGLE_TAG\",\n\t\t\t\"topicName\":\"orders\",\n\t\t\t\"topicSysFlag\":0,\n\t\t\t\"writeQueueNums\":4\n\t\t},\n\t\t\"%RETRY%billing\":{\n\t\t\t\"order\":false,\n\t\t\t\"perm\":6,\n\t\t\t\"readQueueNums\":1,\n\t\t\t\"topicFilterType\":\"SINGLE_TAG\",\n\t\t\t\"topicName\":\"%RETRY%billing\",\n\t\t\t\"topicSysFlag\":0,\n\t\t\t\"writeQueueNums\":1\n\t\t},\n\t\t\"TBW102\":{\n\t\t\t\"order\":false,\n\t\t\t\"perm\":7,\n\t\t\t\"readQueueNums\":4,\n\t\t\t\"topicFilterType\":\"SINGLE_TAG\",\n\t\t\t\"topicName\":\"TBW102\",\n\t\t\t\"topicSysFlag\":0,\n\t\t\t\"writeQueueNums\":4\n\t\t}\n\t}\n}";
-
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("ringmq-topics-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
+    const APACHE_49_FILE: &str = r#"{
+	"dataVersion":{
+		"counter":5,
+		"timestamp":1700000000456
+	},
+	"topicConfigTable":{
+		"orders":{
+			"order":false,
+			"perm":6,
+			"readQueueNums":4,
+			"topicFilterType":"SINGLE_TAG",
+			"topicName":"orders",
+			"topicSysFlag":0,
+			"writeQueueNums":4
+		},
+		"%RETRY%billing":{
+			"order":false,
+			"perm":6,
+			"readQueueNums":1,
+			"topicFilterType":"SINGLE_TAG",
+			"topicName":"%RETRY%billing",
+			"topicSysFlag":0,
+			"writeQueueNums":1
+		},
+		"TBW102":{
+			"order":false,
+			"perm":7,
+			"readQueueNums":4,
+			"topicFilterType":"SINGLE_TAG",
+			"topicName":"TBW102",
+			"topicSysFlag":0,
+			"writeQueueNums":4
+		}
+	}
+}"#;
 
     fn config(auto_create_topic_enable: bool) -> BrokerConfig {
-        let args = BrokerArgs {
-            broker_ip: Some("127.0.0.1".parse().unwrap()),
-            ..BrokerArgs::default()
-        };
         BrokerConfig {
             auto_create_topic_enable,
-            ..BrokerConfig::resolve_broker(&args).unwrap()
+            ..BrokerConfig::for_tests()
         }
     }
 
     #[test]
     fn starts_with_apaches_system_topics_and_writes_nothing() {
-        let dir = temp_dir("fresh");
+        let dir = test_dir("topics-fresh");
         let table = TopicTable::open(&dir, &config(true)).unwrap();
         let tbw = table.get(AUTO_CREATE_TOPIC).unwrap();
         assert_eq!((tbw.perm, tbw.write_queue_nums), (7, 8));
@@ -500,7 +508,7 @@ mod tests {
 
     #[test]
     fn loads_a_file_written_by_apache_49_over_the_system_topics() {
-        let dir = temp_dir("apache");
+        let dir = test_dir("topics-apache");
         std::fs::create_dir_all(dir.join("config")).unwrap();
         std::fs::write(dir.join(TOPICS_FILE), APACHE_49_FILE).unwrap();
         // A crash during a write leaves a torn copy beside the file; it is never read.
@@ -518,7 +526,7 @@ mod tests {
 
     #[test]
     fn every_change_is_persisted_and_reloads_identically() {
-        let dir = temp_dir("roundtrip");
+        let dir = test_dir("topics-roundtrip");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
         table.upsert(TopicConfig::new("orders", 4), 1_000).unwrap();
         table
@@ -545,7 +553,7 @@ mod tests {
 
     #[test]
     fn upsert_applies_topic_validators_rules() {
-        let dir = temp_dir("validate");
+        let dir = test_dir("topics-validate");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
         let bad =
             |table: &mut TopicTable, config: TopicConfig| table.upsert(config, 1).unwrap_err();
@@ -594,7 +602,7 @@ mod tests {
 
     #[test]
     fn auto_create_inherits_from_tbw102_as_apache_does() {
-        let dir = temp_dir("auto");
+        let dir = test_dir("topics-auto");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
         let made = table
             .auto_create_for_send("t1", AUTO_CREATE_TOPIC, 16, 1)
@@ -655,7 +663,7 @@ mod tests {
 
     #[test]
     fn retry_and_dlq_topics_are_read_write() {
-        let dir = temp_dir("retry");
+        let dir = test_dir("topics-retry");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
         let retry = table.create_retry_topic("g", 2, 1).unwrap();
         assert_eq!(retry.config.topic_name, "%RETRY%g");
@@ -678,7 +686,7 @@ mod tests {
     #[test]
     fn snapshots_are_plain_data_for_other_shards() {
         fn clone_and_send<T: Clone + Send + 'static>(_: &T) {}
-        let dir = temp_dir("snapshot");
+        let dir = test_dir("topics-snapshot");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
         let before = table.snapshot();
         clone_and_send(&before);

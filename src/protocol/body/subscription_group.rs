@@ -110,7 +110,36 @@ mod tests {
 
     /// subscriptionGroup.json as Apache RocketMQ 4.9 writes it: fastjson's pretty form (tabs)
     /// of `SubscriptionGroupManager`, which has no 5.x fields.
-    const APACHE_49_FILE: &str = "{\n\t\"dataVersion\":{\n\t\t\"counter\":2,\n\t\t\"timestamp\":1700000000123\n\t},\n\t\"subscriptionGroupTable\":{\n\t\t\"CID_ONSAPI_OWNER\":{\n\t\t\t\"brokerId\":0,\n\t\t\t\"consumeBroadcastEnable\":true,\n\t\t\t\"consumeEnable\":true,\n\t\t\t\"consumeFromMinEnable\":true,\n\t\t\t\"groupName\":\"CID_ONSAPI_OWNER\",\n\t\t\t\"notifyConsumerIdsChangedEnable\":true,\n\t\t\t\"retryMaxTimes\":16,\n\t\t\t\"retryQueueNums\":1,\n\t\t\t\"whichBrokerWhenConsumeSlowly\":1\n\t\t},\n\t\t\"orders\":{\n\t\t\t\"brokerId\":0,\n\t\t\t\"consumeBroadcastEnable\":false,\n\t\t\t\"consumeEnable\":false,\n\t\t\t\"consumeFromMinEnable\":true,\n\t\t\t\"groupName\":\"orders\",\n\t\t\t\"notifyConsumerIdsChangedEnable\":true,\n\t\t\t\"retryMaxTimes\":3,\n\t\t\t\"retryQueueNums\":1,\n\t\t\t\"whichBrokerWhenConsumeSlowly\":1\n\t\t}\n\t}\n}";
+    const APACHE_49_FILE: &str = r#"{
+	"dataVersion":{
+		"counter":2,
+		"timestamp":1700000000123
+	},
+	"subscriptionGroupTable":{
+		"CID_ONSAPI_OWNER":{
+			"brokerId":0,
+			"consumeBroadcastEnable":true,
+			"consumeEnable":true,
+			"consumeFromMinEnable":true,
+			"groupName":"CID_ONSAPI_OWNER",
+			"notifyConsumerIdsChangedEnable":true,
+			"retryMaxTimes":16,
+			"retryQueueNums":1,
+			"whichBrokerWhenConsumeSlowly":1
+		},
+		"orders":{
+			"brokerId":0,
+			"consumeBroadcastEnable":false,
+			"consumeEnable":false,
+			"consumeFromMinEnable":true,
+			"groupName":"orders",
+			"notifyConsumerIdsChangedEnable":true,
+			"retryMaxTimes":3,
+			"retryQueueNums":1,
+			"whichBrokerWhenConsumeSlowly":1
+		}
+	}
+}"#;
 
     #[test]
     fn reads_an_apache_49_file_with_5x_defaults_filled_in() {
