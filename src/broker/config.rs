@@ -175,6 +175,7 @@ impl BrokerConfig {
 
     /// `ringmq standalone`: as a broker, data in ./data by default, registered with its own
     /// NameServer (first) and any others it is given. Returns the NameServer's listen address.
+    /// With port 0 there, the caller puts the bound port into `namesrv_addrs[0]`.
     pub fn resolve_standalone(args: &StandaloneArgs) -> Result<(Self, SocketAddr), ConfigError> {
         let namesrv_listen = args.namesrv_listen.unwrap_or(NAMESRV_LISTEN_DEFAULT);
         let mut config = Self::resolve(&args.broker, PathBuf::from(STANDALONE_DATA_DEFAULT))?;
@@ -195,13 +196,12 @@ impl BrokerConfig {
 
     fn resolve(args: &BrokerArgs, data_default: PathBuf) -> Result<Self, ConfigError> {
         let mut config = Self::defaults(data_default);
-        let mut listen_port = None;
         let mut broker_ip1 = None;
         if let Some(path) = &args.config {
             let file = read_properties(path)?;
             let origin = path.display().to_string();
             for (key, value) in file {
-                config.apply_key(&origin, key, value, &mut listen_port, &mut broker_ip1)?;
+                config.apply_key(&origin, key, value, &mut broker_ip1)?;
             }
             if !config.unknown_keys.is_empty() {
                 tracing::info!(
@@ -211,10 +211,7 @@ impl BrokerConfig {
                 );
             }
         }
-        config.apply_flags(args, &mut listen_port, &mut broker_ip1)?;
-        if let Some(port) = listen_port {
-            config.listen.set_port(port);
-        }
+        config.apply_flags(args, &mut broker_ip1)?;
         config.broker_ip1 = broker_ip1.unwrap_or_else(|| match config.listen.ip() {
             ip if ip.is_unspecified() => {
                 first_non_loopback_ipv4().map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V4)
@@ -248,14 +245,13 @@ impl BrokerConfig {
         }
     }
 
-    /// Sets the field behind one broker.conf key. The listen port and brokerIP1 are held
-    /// aside because a flag may override them and brokerIP1's default depends on the rest.
+    /// Sets the field behind one broker.conf key. brokerIP1 is held aside because its
+    /// default depends on the listen address, which a flag may still change.
     fn apply_key(
         &mut self,
         origin: &str,
         key: String,
         value: String,
-        listen_port: &mut Option<u16>,
         broker_ip1: &mut Option<IpAddr>,
     ) -> Result<(), ConfigError> {
         let at = Origin {
@@ -266,8 +262,11 @@ impl BrokerConfig {
             "brokerClusterName" => self.broker_cluster_name = at.name("brokerClusterName")?,
             "brokerName" => self.broker_name = at.name("brokerName")?,
             "brokerId" => self.broker_id = at.number("brokerId", 0..=i64::MAX)?,
-            "listenPort" => *listen_port = Some(at.number("listenPort", 0..=u16::MAX)?),
+            "listenPort" => self.listen.set_port(at.number("listenPort", 0..=u16::MAX)?),
             "namesrvAddr" => self.namesrv_addrs = at.namesrv_addrs("namesrvAddr")?,
+            "storePathRootDir" if value.is_empty() => {
+                return Err(at.bad("storePathRootDir", "must not be empty"))
+            }
             "storePathRootDir" => self.store_path_root_dir = PathBuf::from(&value),
             "flushDiskType" => {
                 self.flush_mode =
@@ -317,7 +316,6 @@ impl BrokerConfig {
     fn apply_flags(
         &mut self,
         args: &BrokerArgs,
-        listen_port: &mut Option<u16>,
         broker_ip1: &mut Option<IpAddr>,
     ) -> Result<(), ConfigError> {
         fn flag(value: &str) -> Origin<'_> {
@@ -328,7 +326,6 @@ impl BrokerConfig {
         }
         if let Some(listen) = args.listen {
             self.listen = listen;
-            *listen_port = None;
         }
         if let Some(namesrv) = &args.namesrv {
             self.namesrv_addrs = flag(namesrv).namesrv_addrs("--namesrv")?;
@@ -666,6 +663,7 @@ mod tests {
             ("namesrvAddr=10.0.0.1", "namesrvAddr"),
             ("brokerName=a b", "brokerName"),
             ("shards=0", "shards"),
+            ("storePathRootDir=", "storePathRootDir"),
         ];
         for (line, expected_key) in cases {
             let path = conf_file("bad.conf", line);
