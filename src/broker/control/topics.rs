@@ -292,7 +292,9 @@ impl TopicTable {
             default_topic: default_topic.to_owned(),
             reason,
         };
-        let default = self.get(default_topic).ok_or(refuse("does not exist"))?;
+        let default = self
+            .get(default_topic)
+            .ok_or_else(|| refuse("does not exist"))?;
         // With autoCreateTopicEnable off, Apache strips TBW102's INHERIT bit at this point.
         let inherits = default.perm & PERM_INHERIT != 0
             && (default_topic != AUTO_CREATE_TOPIC || self.auto_create_topic_enable);
