@@ -505,10 +505,53 @@ fn first_non_loopback_ipv4() -> Option<Ipv4Addr> {
 mod tests {
     use super::*;
 
-    /// Apache RocketMQ's distribution/conf/broker.conf (4.9 and 5.x), licence header cut.
-    const APACHE_BROKER_CONF: &str = "#  limitations under the License.\n\nbrokerClusterName = DefaultCluster\nbrokerName = broker-a\nbrokerId = 0\ndeleteWhen = 04\nfileReservedTime = 48\nbrokerRole = ASYNC_MASTER\nflushDiskType = ASYNC_FLUSH\n";
-    /// distribution/conf/2m-2s-async/broker-a.properties, licence header cut.
-    const APACHE_2M_2S_ASYNC: &str = "# limitations under the License.\nbrokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\ndeleteWhen=04\nfileReservedTime=48\nbrokerRole=ASYNC_MASTER\nflushDiskType=ASYNC_FLUSH\n";
+    /// Apache RocketMQ 4.9.7's distribution/conf/broker.conf, verbatim.
+    const APACHE_BROKER_CONF: &str = r#"# Licensed to the Apache Software Foundation (ASF) under one or more
+# contributor license agreements.  See the NOTICE file distributed with
+# this work for additional information regarding copyright ownership.
+# The ASF licenses this file to You under the Apache License, Version 2.0
+# (the "License"); you may not use this file except in compliance with
+# the License.  You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+#  Unless required by applicable law or agreed to in writing, software
+#  distributed under the License is distributed on an "AS IS" BASIS,
+#  WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+#  See the License for the specific language governing permissions and
+#  limitations under the License.
+
+brokerClusterName = DefaultCluster
+brokerName = broker-a
+brokerId = 0
+deleteWhen = 04
+fileReservedTime = 48
+brokerRole = ASYNC_MASTER
+flushDiskType = ASYNC_FLUSH
+"#;
+    /// Apache RocketMQ 4.9.7's distribution/conf/2m-2s-async/broker-a.properties, verbatim.
+    const APACHE_2M_2S_ASYNC: &str = r#"# Licensed to the Apache Software Foundation (ASF) under one or more
+# contributor license agreements.  See the NOTICE file distributed with
+# this work for additional information regarding copyright ownership.
+# The ASF licenses this file to You under the Apache License, Version 2.0
+# (the "License"); you may not use this file except in compliance with
+# the License.  You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+brokerClusterName=DefaultCluster
+brokerName=broker-a
+brokerId=0
+deleteWhen=04
+fileReservedTime=48
+brokerRole=ASYNC_MASTER
+flushDiskType=ASYNC_FLUSH
+"#;
 
     fn conf_file(name: &str, text: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("ringmq-config-{}", std::process::id()));
