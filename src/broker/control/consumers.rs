@@ -17,6 +17,7 @@ use crate::protocol::body::heartbeat::{
 use crate::protocol::command::LanguageCode;
 use crate::server::ConnectionId;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 /// A member silent this long is dropped and its connection should be closed (Java's
 /// `channelExpiredTimeout`; clients heartbeat every 30 s, so this is four missed beats).
@@ -140,11 +141,10 @@ impl Members {
 #[derive(Debug, Clone, Default)]
 pub struct ConsumerGroup {
     members: Members,
-    consume_type: Option<ConsumeType>,
-    message_model: Option<MessageModel>,
     consume_from_where: Option<ConsumeFromWhere>,
-    /// topic → subscription; the topic set is the latest heartbeat's.
-    subscriptions: BTreeMap<String, SubscriptionData>,
+    /// What the shards read. Shared with the snapshots taken since it last changed and copied
+    /// on write, so a snapshot costs a pointer per group, not a copy of every subscription.
+    view: Arc<GroupSubscriptions>,
     /// Fingerprint of the latest heartbeat (0 for V1), to tell a V2 client its subscriptions
     /// changed on the broker's side.
     heartbeat_fingerprint: i32,
@@ -152,11 +152,11 @@ pub struct ConsumerGroup {
 
 impl ConsumerGroup {
     pub fn consume_type(&self) -> Option<ConsumeType> {
-        self.consume_type
+        self.view.consume_type
     }
 
     pub fn message_model(&self) -> Option<MessageModel> {
-        self.message_model
+        self.view.message_model
     }
 
     pub fn consume_from_where(&self) -> Option<ConsumeFromWhere> {
@@ -167,37 +167,58 @@ impl ConsumerGroup {
         self.members.by_client_id.values()
     }
 
+    /// topic → subscription; the topic set is the latest heartbeat's.
     pub fn subscriptions(&self) -> &BTreeMap<String, SubscriptionData> {
-        &self.subscriptions
+        &self.view.subscriptions
+    }
+
+    /// Takes the latest heartbeat's consume type and message model; true if either changed.
+    fn update_kind(&mut self, data: &ConsumerData) -> bool {
+        if self.view.consume_type == data.consume_type
+            && self.view.message_model == data.message_model
+        {
+            return false;
+        }
+        let view = Arc::make_mut(&mut self.view);
+        view.consume_type = data.consume_type;
+        view.message_model = data.message_model;
+        true
     }
 
     /// Java's `updateSubscription`: a new topic is added, a known one replaced only by a newer
     /// `subVersion`, topics missing from `latest` dropped. Returns (topic set changed,
     /// anything stored changed).
     fn update_subscriptions(&mut self, latest: &[SubscriptionData]) -> (bool, bool) {
+        let kept: HashSet<&str> = latest.iter().map(|s| s.topic.as_str()).collect();
+        let stored = &self.view.subscriptions;
+        let unchanged = stored.keys().all(|topic| kept.contains(topic.as_str()))
+            && latest.iter().all(|sub| {
+                stored
+                    .get(&sub.topic)
+                    .is_some_and(|old| sub.sub_version <= old.sub_version)
+            });
+        if unchanged {
+            // The common heartbeat: leave the shared view (and the snapshots) alone.
+            return (false, false);
+        }
+        let subscriptions = &mut Arc::make_mut(&mut self.view).subscriptions;
         let mut topics_changed = false;
-        let mut stored_changed = false;
         for sub in latest {
             let mut sub = sub.clone();
             sub.normalize_codes();
-            match self.subscriptions.get_mut(&sub.topic) {
+            match subscriptions.get_mut(&sub.topic) {
                 None => {
                     topics_changed = true;
-                    self.subscriptions.insert(sub.topic.clone(), sub);
+                    subscriptions.insert(sub.topic.clone(), sub);
                 }
-                Some(old) if sub.sub_version > old.sub_version => {
-                    stored_changed = true;
-                    *old = sub;
-                }
+                Some(old) if sub.sub_version > old.sub_version => *old = sub,
                 Some(_) => {}
             }
         }
-        let kept: HashSet<&str> = latest.iter().map(|s| s.topic.as_str()).collect();
-        let before = self.subscriptions.len();
-        self.subscriptions
-            .retain(|topic, _| kept.contains(topic.as_str()));
-        topics_changed |= self.subscriptions.len() != before;
-        (topics_changed, stored_changed || topics_changed)
+        let before = subscriptions.len();
+        subscriptions.retain(|topic, _| kept.contains(topic.as_str()));
+        topics_changed |= subscriptions.len() != before;
+        (topics_changed, true)
     }
 }
 
@@ -235,18 +256,19 @@ pub struct GroupSubscriptions {
     pub subscriptions: BTreeMap<String, SubscriptionData>,
 }
 
-/// A versioned, read-only copy of every online group's subscriptions (plain data, `Send`), for
-/// pulls on any shard. A shard ignores a snapshot older than the one it holds.
+/// A versioned, read-only copy of every online group's subscriptions (immutable data behind
+/// `Arc`, so `Send` and cheap to clone), for pulls on any shard. A shard ignores a snapshot
+/// older than the one it holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SubscriptionSnapshot {
     /// Grows with every change of the table it was taken from.
     pub version: u64,
-    pub groups: HashMap<String, GroupSubscriptions>,
+    pub groups: HashMap<String, Arc<GroupSubscriptions>>,
 }
 
 impl SubscriptionSnapshot {
     pub fn group(&self, group: &str) -> Option<&GroupSubscriptions> {
-        self.groups.get(group)
+        self.groups.get(group).map(Arc::as_ref)
     }
 
     pub fn subscription(&self, group: &str, topic: &str) -> Option<&SubscriptionData> {
@@ -310,10 +332,7 @@ impl ConsumerGroups {
                 return Err(full);
             }
         };
-        let kind_changed =
-            group.consume_type != data.consume_type || group.message_model != data.message_model;
-        group.consume_type = data.consume_type;
-        group.message_model = data.message_model;
+        let kind_changed = group.update_kind(data);
         group.consume_from_where = data.consume_from_where;
 
         let fingerprint = v2.map_or(0, |v2| v2.fingerprint);
@@ -321,7 +340,7 @@ impl ConsumerGroups {
         group.heartbeat_fingerprint = fingerprint;
         let (subscriptions_changed, stored_changed) = if without_sub {
             // Nothing stored to keep: ask the client for its subscriptions.
-            sub_change |= group.subscriptions.is_empty();
+            sub_change |= group.subscriptions().is_empty();
             (false, false)
         } else {
             group.update_subscriptions(&data.subscription_data_set)
@@ -419,8 +438,30 @@ impl ConsumerGroups {
             .flat_map(ConsumerGroup::channels)
     }
 
+    /// One member by client id: where to relay GET_CONSUMER_RUNNING_INFO and
+    /// CONSUME_MESSAGE_DIRECTLY (Java's `findChannel(group, clientId)`).
+    pub fn channel(&self, group: &str, client_id: &str) -> Option<&ClientChannel> {
+        self.consumers
+            .get(group)?
+            .members
+            .by_client_id
+            .get(client_id)
+    }
+
+    /// The online consumer groups subscribed to `topic`, sorted (QUERY_TOPIC_CONSUME_BY_WHO).
+    pub fn groups_consuming(&self, topic: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .consumers
+            .iter()
+            .filter(|(_, group)| group.subscriptions().contains_key(topic))
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
     pub fn subscription(&self, group: &str, topic: &str) -> Option<&SubscriptionData> {
-        self.consumers.get(group)?.subscriptions.get(topic)
+        self.consumers.get(group)?.subscriptions().get(topic)
     }
 
     /// GET_CONSUMER_CONNECTION_LIST's body, or `None` for a group with no member online
@@ -430,9 +471,9 @@ impl ConsumerGroups {
         Some(ConsumerConnection {
             connection_set: info.members.connections(),
             consume_from_where: info.consume_from_where,
-            consume_type: info.consume_type,
-            message_model: info.message_model,
-            subscription_table: info.subscriptions.clone(),
+            consume_type: info.consume_type(),
+            message_model: info.message_model(),
+            subscription_table: info.subscriptions().clone(),
         })
     }
 
@@ -448,14 +489,7 @@ impl ConsumerGroups {
             groups: self
                 .consumers
                 .iter()
-                .map(|(name, group)| {
-                    let copy = GroupSubscriptions {
-                        consume_type: group.consume_type,
-                        message_model: group.message_model,
-                        subscriptions: group.subscriptions.clone(),
-                    };
-                    (name.clone(), copy)
-                })
+                .map(|(name, group)| (name.clone(), Arc::clone(&group.view)))
                 .collect(),
         }
     }

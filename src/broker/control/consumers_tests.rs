@@ -388,3 +388,44 @@ fn groups_and_members_are_bounded() {
         Err(ConsumersError::TooManyProducerGroups)
     );
 }
+
+#[test]
+fn a_held_snapshot_never_changes_and_unchanged_groups_are_shared_not_copied() {
+    let mut groups = ConsumerGroups::new();
+    groups.register(channel("c1", 1, T0), &g1(), None).unwrap();
+    let other = push_consumer("G2", vec![subscription("U", "*", T0)]);
+    groups.register(channel("c1", 1, T0), &other, None).unwrap();
+    let held = groups.snapshot();
+
+    let newer = push_consumer("G1", vec![subscription("T", "TagB", T0 + 1)]);
+    groups.register(channel("c1", 1, T0), &newer, None).unwrap();
+    // Heartbeats that change nothing leave the view alone.
+    groups.register(channel("c1", 1, T0), &other, None).unwrap();
+    let fresh = groups.snapshot();
+
+    assert_eq!(held.subscription("G1", "T").unwrap().sub_string, "TagA");
+    assert_eq!(fresh.subscription("G1", "T").unwrap().sub_string, "TagB");
+    assert!(!Arc::ptr_eq(&held.groups["G1"], &fresh.groups["G1"]));
+    assert!(Arc::ptr_eq(&held.groups["G2"], &fresh.groups["G2"]));
+}
+
+#[test]
+fn finds_a_member_by_client_id_and_the_groups_of_a_topic() {
+    let mut groups = ConsumerGroups::new();
+    groups.register(channel("c1", 1, T0), &g1(), None).unwrap();
+    groups.register(channel("c2", 2, T0), &g1(), None).unwrap();
+    let both = push_consumer(
+        "G0",
+        vec![subscription("T", "*", T0), subscription("U", "*", T0)],
+    );
+    groups.register(channel("c3", 3, T0), &both, None).unwrap();
+    assert_eq!(
+        groups.channel("G1", "c2").unwrap().connection,
+        ConnectionId(2)
+    );
+    assert!(groups.channel("G1", "c3").is_none());
+    assert!(groups.channel("G9", "c1").is_none());
+    assert_eq!(groups.groups_consuming("T"), ["G0", "G1"]);
+    assert_eq!(groups.groups_consuming("U"), ["G0"]);
+    assert!(groups.groups_consuming("V").is_empty());
+}
