@@ -194,7 +194,7 @@ fn lenient_double<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::
 /// Java's `Double.toString` (which fastjson follows): plain decimal with at least one fraction
 /// digit for magnitudes in [1e-3, 1e7), else `d.dddE±n`; shortest digits that read back
 /// exactly. fastjson writes NaN and infinities as `null`.
-fn java_double(value: f64) -> String {
+pub(crate) fn java_double(value: f64) -> String {
     /// Java switches to scientific notation outside [1e-3, 1e7).
     const PLAIN_MIN: f64 = 1e-3;
     const PLAIN_MAX: f64 = 1e7;
