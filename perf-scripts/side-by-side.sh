@@ -74,7 +74,9 @@ bench() {
 # with_broker KIND FLUSH REP FUNCTION: FUNCTION runs against a fresh broker, stopped afterwards.
 with_broker() {
     local kind=$1 flush=$2 rep=$3 fn=$4
-    local dir=$OUT/$rep/$kind-$flush
+    # One directory per start: the readiness lines are waited for in its logs, so a second
+    # start must not find the first one's.
+    local dir=$OUT/$rep/$kind-$fn
     start_broker "$kind" "$dir" "$flush"
     RSS_IDLE=$(rss_kib "$BROKER_PID")
     log "rep $rep $kind: ${WARMUP_SECONDS}s warm-up"
