@@ -50,7 +50,7 @@ STARTED_PIDS+=("$PERF_PID")
 wait "$PERF_PID" || die "perf record failed, see $OUT/perf-record.log"
 stop_started
 
-perf report -i "$OUT/perf.data" --no-children --percent-limit 0.5 --stdio \
+perf report -i "$OUT/perf.data" --no-children --percent-limit 0.5 --stdio -g none \
     --sort symbol >"$OUT/top.txt" 2>/dev/null
 if command -v inferno-collapse-perf >/dev/null && command -v inferno-flamegraph >/dev/null; then
     perf script -i "$OUT/perf.data" 2>/dev/null | inferno-collapse-perf |
