@@ -3,14 +3,15 @@
 # run on this host, and a table of ratios (ringmq / Apache). See docs/BENCHMARKS.md.
 #
 #   perf-scripts/side-by-side.sh [--seconds N] [--reps R] [--brokers "apache ringmq"] [--out DIR]
-#                                [--skip-build]
+#                                [--skip-build] [--no-limits]
 #
 # Per repetition, per broker (each started fresh, data in OUT, removed after):
 #   ASYNC_FLUSH broker: async-1k (1 KiB, 16 producers, 4 sends in flight each), size-16k,
 #                       batch-1k (batches of 32), catch-up (consume async-1k's backlog)
 #   ASYNC_FLUSH broker: e2e at half the slower broker's async-1k rate (open loop, 16 producers)
 #   SYNC_FLUSH broker:  sync-1k (1 KiB, 64 synchronous producers)
-# plus the broker's CPU seconds per million messages and its RSS idle and at peak.
+# plus the broker's CPU seconds per million messages and its RSS idle and at peak, and first
+# the host's physical limits (physical-limits.sh) for the table to compare against.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -22,6 +23,7 @@ REPS=1
 BROKER_KINDS="apache ringmq"
 OUT=$ROOT/target/side-by-side/$(date -u +%Y%m%dT%H%M%SZ)
 BUILD=1
+LIMITS=1
 while [ $# -gt 0 ]; do
     case $1 in
     --seconds) RUN_SECONDS=$2; shift 2 ;;
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
     --brokers) BROKER_KINDS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --skip-build) BUILD=0; shift ;;
+    --no-limits) LIMITS=0; shift ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
     esac
 done
@@ -51,6 +54,11 @@ mkdir -p "$OUT"
     echo "seconds per workload: $RUN_SECONDS; warm-up per broker start: ${WARMUP_SECONDS}s; repetitions: $REPS"
 } >"$OUT/settings.txt"
 "$BENCH_BIN" host --data-path "$OUT" >"$OUT/host.json"
+if [ "$LIMITS" = 1 ]; then
+    log "physical limits of this host (perf-scripts/physical-limits.sh)"
+    "$ROOT/perf-scripts/physical-limits.sh" --seconds 5 --dir "$OUT/limits" \
+        --out "$OUT/physical-limits.json" || log "physical limits failed; the table goes without them"
+fi
 
 # bench REP KIND NAME ARGS...: one ringmq-bench run against the broker now up, with the broker's
 # CPU time and memory around it, into OUT/REP/KIND-NAME.{json,proc}.

@@ -107,6 +107,18 @@ def main():
         if better != "same" and ratio != "–":
             ratio += f" ({better} is better)"
         print(f"| {workload} | {measure} | {unit} | {cells['apache'][0]} | {cells['ringmq'][0]} | {ratio} |")
+    limits = load(out / "physical-limits.json")
+    if limits:
+        r = limits["results"]
+        disk = r["disk_seq_write_mib_per_s"]
+        print(f"\nPhysical limits in this run: disk O_DIRECT sequential write {disk} MiB/s, "
+              f"fdatasync p50/p99 {r['fdatasync_latency_us']['p50']}/{r['fdatasync_latency_us']['p99']} µs, "
+              f"loopback TCP {r['loopback_tcp_gbit_per_s']} Gbit/s, memcpy {r['memcpy_gib_per_s']} GiB/s.")
+        for workload in ("async-1k", "size-16k"):
+            for kind in KINDS:
+                vals = values(out, kind, workload, produce("mib_per_s"))
+                if vals and disk:
+                    print(f"- {kind} {workload}: {statistics.median(vals) / disk:.1%} of the disk's sequential write bandwidth")
     errs = errors(out)
     if errs:
         print("\nFailed requests (counted, not in the rates):")
