@@ -13,7 +13,7 @@
 mod broker_support;
 
 use broker_support::process_support::{maven_classpath, run_with_limit, TempDir};
-use broker_support::{FlushDisk, StandaloneBroker};
+use broker_support::Standalone;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -21,6 +21,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// One scenario run: a JVM, clients converging in about a second, a few hundred messages;
 /// it bounds its own waits, this catches a JVM that hangs regardless.
 const JAVA_RUN_TIME_MAX: Duration = Duration::from_secs(300);
+
+/// Shards of the broker under test: queues of one topic live on both, so sends, pulls and
+/// offsets cross the shard router.
+const SHARDS: usize = 2;
+
+/// `--flush-disk-type SYNC_FLUSH`: SEND_OK only once the message is on disk.
+const SYNC_FLUSH: &[&str] = &["--flush-disk-type", "SYNC_FLUSH"];
 
 /// The Java scenarios compiled once per test, with the client's classpath.
 struct JavaScenarios {
@@ -55,7 +62,7 @@ impl JavaScenarios {
     }
 
     /// Runs `scenario` against `broker`'s NameServer; fails the test unless every check held.
-    fn run(&self, scenario: &str, broker: &StandaloneBroker, names: &RunNames, extra: &[&str]) {
+    fn run(&self, scenario: &str, broker: &Standalone, names: &RunNames, extra: &[&str]) {
         let mut java = Command::new("java");
         java.arg("-Xmx256m")
             // rebalance every second instead of every 20 s
@@ -107,15 +114,15 @@ impl RunNames {
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn sync_async_oneway_and_batch_sends_reach_a_tag_subscribed_push_consumer_intact() {
     let java = JavaScenarios::compile();
-    let broker = StandaloneBroker::start(FlushDisk::Async);
+    let broker = Standalone::start(SHARDS);
     java.run("produce-consume", &broker, &RunNames::new("produce"), &[]);
 }
 
 /// Phase 1 (sends, consumes, sends more), the broker stopped by `stop`, started again on the
 /// same data, phase 2 (same queues, offsets and messages).
-fn restart_scenario(flush: FlushDisk, stop: impl FnOnce(&mut StandaloneBroker), crash: bool) {
+fn restart_scenario(args: &[&str], stop: impl FnOnce(&mut Standalone), crash: bool) {
     let java = JavaScenarios::compile();
-    let mut broker = StandaloneBroker::start(flush);
+    let mut broker = Standalone::start_with(SHARDS, args);
     let names = RunNames::new(if crash { "crash" } else { "restart" });
     let state = java.state_file();
     java.run("restart-phase1", &broker, &names, &["--state", &state]);
@@ -132,7 +139,7 @@ fn restart_scenario(flush: FlushDisk, stop: impl FnOnce(&mut StandaloneBroker), 
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn messages_and_consumer_offsets_survive_a_clean_restart() {
     restart_scenario(
-        FlushDisk::Async,
+        &[],
         |broker| {
             let status = broker.stop();
             assert!(status.success(), "SIGTERM is a clean stop, got {status}");
@@ -144,13 +151,13 @@ fn messages_and_consumer_offsets_survive_a_clean_restart() {
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn messages_acknowledged_under_sync_flush_survive_a_kill() {
-    restart_scenario(FlushDisk::Sync, StandaloneBroker::kill, true);
+    restart_scenario(SYNC_FLUSH, Standalone::kill, true);
 }
 
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn two_consumers_split_the_queues_and_one_takes_over_when_the_other_stops() {
     let java = JavaScenarios::compile();
-    let broker = StandaloneBroker::start(FlushDisk::Async);
+    let broker = Standalone::start(SHARDS);
     java.run("rebalance", &broker, &RunNames::new("rebalance"), &[]);
 }

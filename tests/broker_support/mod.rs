@@ -1,5 +1,5 @@
 //! A real `ringmq standalone` process (NameServer and broker in one) for tests: free loopback
-//! ports, `--shards 2`, a temporary data directory, started when its readiness lines are
+//! ports, the shard count the test asks for, a temporary data directory, started when its readiness lines are
 //! printed; stopped cleanly (SIGTERM) or crashed (SIGKILL), then started again on the same
 //! ports and data. Killed on drop, even when the test fails.
 #![allow(dead_code)] // each test binary uses its own subset of these helpers
@@ -12,10 +12,6 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, ExitStatus};
 
-/// Shards of the test broker: two, so queues of one topic live on different shards and
-/// requests cross the shard router.
-pub const SHARDS: usize = 2;
-
 /// How many random ports to try for a broker port whose VIP port (port - 2) is free too.
 const PORT_ATTEMPTS: usize = 100;
 
@@ -23,50 +19,41 @@ const PORT_ATTEMPTS: usize = 100;
 const NAMESRV_READY: &str = "ringmq namesrv listening on ";
 const BROKER_READY: &str = "ringmq broker listening on ";
 
-/// When the broker acknowledges a send relative to writing it to disk (`--flush-disk-type`).
-#[derive(Clone, Copy, Debug)]
-pub enum FlushDisk {
-    /// SEND_OK once stored in memory; flushed in the background.
-    Async,
-    /// SEND_OK only once the message is on disk.
-    Sync,
-}
-
-impl FlushDisk {
-    fn arg(self) -> &'static str {
-        match self {
-            FlushDisk::Async => "ASYNC_FLUSH",
-            FlushDisk::Sync => "SYNC_FLUSH",
-        }
-    }
-}
-
 /// A `ringmq standalone` process and what it needs to be started again.
-pub struct StandaloneBroker {
+pub struct Standalone {
     /// None while stopped.
     process: Option<ServerProcess>,
     /// The broker's address (its VIP channel is on the port two below).
     pub broker_addr: String,
     pub namesrv_addr: String,
-    flush: FlushDisk,
+    shards: usize,
+    /// Further command-line arguments, given again at each start.
+    args: Vec<String>,
     data: TempDir,
 }
 
-impl StandaloneBroker {
-    pub fn start(flush: FlushDisk) -> Self {
-        let mut broker = StandaloneBroker {
+impl Standalone {
+    /// `ringmq standalone --shards <shards>` on fresh ports and a fresh data directory.
+    pub fn start(shards: usize) -> Self {
+        Self::start_with(shards, &[])
+    }
+
+    /// As [`Self::start`], with further arguments (e.g. `--flush-disk-type SYNC_FLUSH`).
+    pub fn start_with(shards: usize, args: &[&str]) -> Self {
+        let mut broker = Standalone {
             process: None,
             broker_addr: format!("127.0.0.1:{}", broker_port()),
             namesrv_addr: format!("127.0.0.1:{}", free_port()),
-            flush,
+            shards,
+            args: args.iter().map(|arg| arg.to_string()).collect(),
             data: TempDir::new("standalone-data"),
         };
         broker.start_again();
         broker
     }
 
-    /// Starts the process (again) on the same ports and data directory; returns once both
-    /// its NameServer and its broker serve.
+    /// Starts the process (again) on the same ports, data directory and arguments; returns
+    /// once both its NameServer and its broker serve.
     pub fn start_again(&mut self) {
         assert!(self.process.is_none(), "broker already running");
         let mut command = Command::new(env!("CARGO_BIN_EXE_ringmq"));
@@ -74,11 +61,11 @@ impl StandaloneBroker {
             .arg("standalone")
             .args(["--listen", &self.broker_addr])
             .args(["--namesrv-listen", &self.namesrv_addr])
-            .args(["--shards", &SHARDS.to_string()])
+            .args(["--shards", &self.shards.to_string()])
             .arg("--data")
             .arg(self.data.path())
-            .args(["--flush-disk-type", self.flush.arg()])
-            .args(["--broker-ip", "127.0.0.1"]);
+            .args(["--broker-ip", "127.0.0.1"])
+            .args(&self.args);
         let process = ServerProcess::spawn(command, "standalone");
         let namesrv = process.wait_for_stdout(NAMESRV_READY);
         let broker = process.wait_for_stdout(BROKER_READY);
