@@ -3,5 +3,6 @@ pub mod admin;
 pub mod broker;
 pub mod client;
 pub mod namesrv;
+pub mod persist;
 pub mod protocol;
 pub mod server;

@@ -2,6 +2,8 @@
 use clap::{Parser, Subcommand};
 use glommio::{LocalExecutorBuilder, Placement};
 use ringmq::admin::{self, AdminCommand};
+use ringmq::broker::config::{BrokerArgs, BrokerConfig, StandaloneArgs};
+use ringmq::broker::runtime;
 use ringmq::namesrv::route_table::BROKER_EXPIRY_MS_DEFAULT;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,6 +38,10 @@ enum Command {
         #[arg(long)]
         kv_config: Option<PathBuf>,
     },
+    /// Run a broker (its NameServers given by --namesrv or namesrvAddr).
+    Broker(BrokerArgs),
+    /// Run a NameServer and one broker in one process: the first-run default.
+    Standalone(StandaloneArgs),
     /// mqadmin-like commands against a NameServer (ours or Apache RocketMQ's).
     Admin {
         #[command(subcommand)]
@@ -62,6 +68,10 @@ fn main() -> ExitCode {
             .or_else(default_kv_config_path)
             .ok_or_else(|| "namesrv: no --kv-config and no HOME to put kvConfig.json in".into())
             .and_then(|kv| run_namesrv(listen, Duration::from_secs(expire_secs), cpu, kv)),
+        Command::Broker(args) => BrokerConfig::resolve_broker(&args)
+            .map_err(|err| err.to_string())
+            .and_then(run_broker),
+        Command::Standalone(args) => run_standalone(&args),
         Command::Admin { command } => admin::run(&command)
             .map(|output| print!("{output}"))
             .map_err(|e| e.to_string()),
@@ -99,6 +109,65 @@ fn run_namesrv(
     ));
     served.map_err(|err| format!("namesrv: {err}"))
 }
+
+fn run_broker(config: BrokerConfig) -> Result<(), String> {
+    tracing::info!(shards = config.shards, data = %config.store_path_root_dir.display(), "broker starting");
+    runtime::run(config, |bound| {
+        // On stdout: scripts and tests wait for this line.
+        println!("ringmq broker listening on {bound}");
+    })
+    .map_err(|err| format!("broker: {err}"))
+}
+
+/// NameServer (its own executor, not pinned: the shards own the cores) plus one broker
+/// registered with it.
+fn run_standalone(args: &StandaloneArgs) -> Result<(), String> {
+    let (mut config, namesrv_listen) =
+        BrokerConfig::resolve_standalone(args).map_err(|err| err.to_string())?;
+    // Before any thread starts, so every thread inherits the mask and a SIGTERM reaches the
+    // broker's clean stop, not a thread that would die of it.
+    runtime::block_stop_signals();
+    let kv_config = config
+        .store_path_root_dir
+        .join("namesrv")
+        .join("kvConfig.json");
+    let (bound_tx, bound_rx) = std::sync::mpsc::channel();
+    LocalExecutorBuilder::new(Placement::Unbound)
+        .name("namesrv")
+        .io_memory(NAMESRV_IO_MEMORY_BYTES)
+        .spawn(move || async move {
+            let served = ringmq::namesrv::run(
+                namesrv_listen,
+                Duration::from_millis(BROKER_EXPIRY_MS_DEFAULT),
+                kv_config,
+                |bound| {
+                    let _ = bound_tx.send(bound);
+                },
+            )
+            .await;
+            if let Err(err) = served {
+                tracing::error!(%err, "NameServer stopped");
+            }
+        })
+        .map_err(|err| format!("namesrv: no executor: {err}"))?;
+    let bound = bound_rx
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(|_| "namesrv: did not start".to_owned())?;
+    println!("ringmq namesrv listening on {bound}");
+    let reachable = if bound.ip().is_unspecified() {
+        SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), bound.port())
+    } else {
+        bound
+    };
+    // resolve_standalone put the NameServer's configured address first; it may have been
+    // port 0 or 0.0.0.0, so the bound, reachable one replaces it.
+    config.namesrv_addrs[0] = reachable.to_string();
+    run_broker(config)
+}
+
+/// The embedded NameServer's io_uring buffer memory: it does no DMA I/O, and the shards
+/// need the container's small memlock budget (kernel-config.md).
+const NAMESRV_IO_MEMORY_BYTES: usize = 512 << 10;
 
 fn default_kv_config_path() -> Option<PathBuf> {
     std::env::var_os("HOME")

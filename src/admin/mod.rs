@@ -1,17 +1,26 @@
 //! `ringmq admin`: mqadmin-like commands speaking the remoting protocol to any NameServer
 //! (ringmq's or Apache RocketMQ's), printing readable tables.
 
+mod consumer;
+mod format;
+mod message;
+mod rpc;
 mod table;
+mod topic;
 
-use crate::client::{block_on, RemotingClient, REQUEST_TIMEOUT_DEFAULT};
+pub use consumer::{render_consumer_connection, render_consumer_progress, ConsumerConnection};
+pub use message::{render_key_query, render_message, QUERY_MAX_NUM_DEFAULT};
+pub use topic::{render_topic_status, UpdateTopicArgs};
+
+use crate::client::block_on;
 use crate::protocol::body::{
-    self, ClusterInfo, TopicList, TopicRouteData, PERM_INHERIT, PERM_READ, PERM_WRITE,
+    ClusterInfo, KvTable, TopicList, TopicRouteData, PERM_INHERIT, PERM_READ, PERM_WRITE,
 };
-use crate::protocol::codes::{request, response};
+use crate::protocol::codes::request;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::fastjson::FastjsonError;
-use crate::protocol::header::GetRouteInfoRequestHeader;
 use crate::server::connection::RemotingError;
+use rpc::namesrv_call;
 
 #[derive(Debug, clap::Args)]
 pub struct NamesrvArg {
@@ -31,6 +40,16 @@ impl NamesrvArg {
             .clone()
             .or_else(|| std::env::var(NAMESRV_ADDR_ENV).ok())
             .unwrap_or_else(|| NAMESRV_ADDR_DEFAULT.to_owned())
+    }
+
+    /// Each address of the list, in order.
+    fn address_list(&self) -> Vec<String> {
+        self.addresses()
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect()
     }
 }
 
@@ -56,6 +75,76 @@ pub enum AdminCommand {
         #[command(flatten)]
         namesrv: NamesrvArg,
     },
+    /// Create or change a topic on one broker (-b) or every master of a cluster (-c).
+    #[command(name = "updateTopic")]
+    UpdateTopic(UpdateTopicArgs),
+    /// Each queue's min and max offset and last store time.
+    #[command(name = "topicStatus")]
+    TopicStatus {
+        #[command(flatten)]
+        namesrv: NamesrvArg,
+        #[arg(short = 't', long = "topic")]
+        topic: String,
+    },
+    /// A consumer group's progress per queue; without -g, one line per group.
+    #[command(name = "consumerProgress")]
+    ConsumerProgress {
+        #[command(flatten)]
+        namesrv: NamesrvArg,
+        #[arg(short = 'g', long = "groupName")]
+        group: Option<String>,
+        #[arg(short = 't', long = "topicName")]
+        topic: Option<String>,
+    },
+    /// A consumer group's connected clients and subscriptions.
+    #[command(name = "consumerConnection")]
+    ConsumerConnection {
+        #[command(flatten)]
+        namesrv: NamesrvArg,
+        #[arg(short = 'g', long = "consumerGroup")]
+        group: String,
+        /// Ask this broker instead of one serving the group.
+        #[arg(short = 'b', long = "brokerAddr")]
+        broker_addr: Option<String>,
+    },
+    /// Show messages by id: offsetMsgId, or message id (UNIQ_KEY) with -t.
+    #[command(name = "queryMsgById")]
+    QueryMsgById {
+        #[command(flatten)]
+        namesrv: NamesrvArg,
+        /// One id or several separated by `,`.
+        #[arg(short = 'i', long = "msgId")]
+        ids: String,
+        #[arg(short = 't', long = "topic")]
+        topic: Option<String>,
+    },
+    /// List the messages of a topic carrying a key.
+    #[command(name = "queryMsgByKey")]
+    QueryMsgByKey {
+        #[command(flatten)]
+        namesrv: NamesrvArg,
+        #[arg(short = 't', long = "topic")]
+        topic: String,
+        #[arg(short = 'k', long = "msgKey")]
+        key: String,
+        /// Stored at or after this time (ms since the epoch).
+        #[arg(short = 'b', long = "beginTimestamp", default_value_t = 0)]
+        begin_timestamp: i64,
+        /// Stored at or before this time (ms since the epoch).
+        #[arg(short = 'e', long = "endTimestamp", default_value_t = i64::MAX)]
+        end_timestamp: i64,
+        /// At most this many messages per broker.
+        #[arg(short = 'm', long = "maxNum", default_value_t = QUERY_MAX_NUM_DEFAULT)]
+        max_num: i32,
+    },
+    /// A broker's runtime statistics.
+    #[command(name = "brokerStatus")]
+    BrokerStatus {
+        #[command(flatten)]
+        namesrv: NamesrvArg,
+        #[arg(short = 'b', long = "brokerAddr")]
+        broker_addr: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,82 +153,113 @@ pub enum AdminError {
     Runtime(#[from] std::io::Error),
     #[error(transparent)]
     Remoting(#[from] RemotingError),
-    #[error("the NameServer answered {name} ({code}): {remark}")]
+    #[error("{addr} answered {name} ({code}): {remark}")]
     Refused {
+        addr: String,
         code: i32,
         name: &'static str,
         remark: String,
     },
     #[error("unreadable response body: {0}")]
     Body(#[from] FastjsonError),
+    #[error("unreadable message record: {0}")]
+    Record(String),
     #[error("no NameServer address given")]
     NoAddress,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("usage: {0}")]
+    Usage(&'static str),
 }
 
 /// Runs one admin command and returns what it prints.
 pub fn run(command: &AdminCommand) -> Result<String, AdminError> {
-    block_on(async {
-        match command {
-            AdminCommand::ClusterList { namesrv } => {
-                let info: ClusterInfo = call(
-                    namesrv,
-                    RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
-                )
-                .await?;
-                Ok(render_cluster_list(&info))
-            }
-            AdminCommand::TopicRoute { namesrv, topic } => {
-                let header = GetRouteInfoRequestHeader {
-                    topic: topic.clone(),
-                    accept_standard_json_only: None,
-                };
-                let req =
-                    RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC).with_header(&header);
-                let route: TopicRouteData = call(namesrv, req).await?;
-                Ok(render_topic_route(topic, &route))
-            }
-            AdminCommand::TopicList { namesrv } => {
-                let req = RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
-                let list: TopicList = call(namesrv, req).await?;
-                let mut topics = list.topic_list;
-                topics.sort();
-                Ok(topics.iter().map(|t| format!("{t}\n")).collect())
-            }
-        }
-    })?
+    block_on(run_async(command))?
 }
 
-/// Sends `req` to the first NameServer that answers and decodes a successful response's body.
-async fn call<T: serde::de::DeserializeOwned>(
-    namesrv: &NamesrvArg,
-    req: RemotingCommand,
-) -> Result<T, AdminError> {
-    let mut last_error = AdminError::NoAddress;
-    for addr in namesrv
-        .addresses()
-        .split(';')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-    {
-        let client = match RemotingClient::connect(addr).await {
-            Ok(client) => client,
-            Err(err) => {
-                last_error = err.into();
-                continue;
-            }
-        };
-        let resp = client.request(req.clone(), REQUEST_TIMEOUT_DEFAULT).await?;
-        if resp.code != response::SUCCESS {
-            let name = response::name(resp.code).unwrap_or("UNKNOWN");
-            return Err(AdminError::Refused {
-                code: resp.code,
-                name,
-                remark: resp.remark.unwrap_or_default(),
-            });
+async fn run_async(command: &AdminCommand) -> Result<String, AdminError> {
+    match command {
+        AdminCommand::ClusterList { namesrv } => {
+            let info = rpc::cluster_info(namesrv).await?;
+            Ok(render_cluster_list(&info))
         }
-        return Ok(body::decode(&resp.body)?);
+        AdminCommand::TopicRoute { namesrv, topic } => {
+            let route: TopicRouteData = rpc::topic_route(namesrv, topic).await?;
+            Ok(render_topic_route(topic, &route))
+        }
+        AdminCommand::TopicList { namesrv } => {
+            let req = RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
+            let list: TopicList = namesrv_call(namesrv, req).await?;
+            let mut topics = list.topic_list;
+            topics.sort();
+            Ok(topics.iter().map(|t| format!("{t}\n")).collect())
+        }
+        AdminCommand::UpdateTopic(args) => topic::update_topic(args).await,
+        AdminCommand::TopicStatus { namesrv, topic } => topic::topic_status(namesrv, topic).await,
+        AdminCommand::ConsumerProgress {
+            namesrv,
+            group,
+            topic,
+        } => consumer::consumer_progress(namesrv, group.as_deref(), topic.as_deref()).await,
+        AdminCommand::ConsumerConnection {
+            namesrv,
+            group,
+            broker_addr,
+        } => consumer::consumer_connection(namesrv, group, broker_addr.as_deref()).await,
+        AdminCommand::QueryMsgById {
+            namesrv,
+            ids,
+            topic,
+        } => {
+            let now_ms = now_ms();
+            let mut out = String::new();
+            for id in ids.split(',').map(str::trim).filter(|id| !id.is_empty()) {
+                let record = message::query_by_id(namesrv, topic.as_deref(), id, now_ms).await?;
+                out += &render_message(&record);
+            }
+            Ok(out)
+        }
+        AdminCommand::QueryMsgByKey {
+            namesrv,
+            topic,
+            key,
+            begin_timestamp,
+            end_timestamp,
+            max_num,
+        } => {
+            let query = message::KeyQuery {
+                topic,
+                key,
+                max_num: *max_num,
+                begin_timestamp: *begin_timestamp,
+                end_timestamp: *end_timestamp,
+                unique: false,
+            };
+            let records = message::query_by_key(namesrv, &query).await?;
+            Ok(render_key_query(&records))
+        }
+        AdminCommand::BrokerStatus { broker_addr, .. } => {
+            let req = RemotingCommand::request(request::GET_BROKER_RUNTIME_INFO);
+            let table: KvTable = rpc::broker_call(broker_addr, req).await?;
+            Ok(render_broker_status(&table))
+        }
     }
-    Err(last_error)
+}
+
+/// Wall-clock time for the UNIQ_KEY look-back window.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// `BrokerStatusSubCommand`'s layout: `%-32s: %s`, keys sorted.
+pub fn render_broker_status(table: &KvTable) -> String {
+    table
+        .table
+        .iter()
+        .map(|(key, value)| format!("{key:<32}: {value}\n"))
+        .collect()
 }
 
 fn render_cluster_list(info: &ClusterInfo) -> String {
@@ -207,3 +327,6 @@ fn perm_text(perm: i32) -> String {
         .map(|(bit, letter)| if perm & bit != 0 { *letter } else { '-' })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,794 @@
 //! The broker's configuration: flags and RocketMQ's broker.conf keys.
+//!
+//! A setting comes from the flag if given, else from the file (`-c`, Java properties format,
+//! Apache's key names, so an Apache broker.conf works unchanged), else from Apache's default.
+//! Keys ringmq does not use (`brokerRole`, `deleteWhen`, ...) are kept in
+//! [`BrokerConfig::unknown_keys`] and logged once; a value that does not parse is a
+//! [`ConfigError`] naming the key and the file.
+
+use crate::broker::control::topics::QUEUE_NUMS_MAX;
+use crate::protocol::body::{PERM_INHERIT, PERM_READ, PERM_WRITE};
+use ringmq_shards::config::FlushMode;
+use ringmq_shards::offset::SHARD_ID_MAX;
+use ringmq_shards::record::BODY_BYTES_MAX;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod properties;
+
+/// Apache's broker port (`listenPort` 10911).
+pub const LISTEN_DEFAULT: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 10911);
+/// Apache's NameServer port, where a standalone's own NameServer listens.
+pub const NAMESRV_LISTEN_DEFAULT: SocketAddr =
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 9876);
+/// A standalone keeps its data beside where it was started, for a first run.
+pub const STANDALONE_DATA_DEFAULT: &str = "./data";
+/// Apache's `storePathRootDir` default, under the home directory.
+pub const BROKER_DATA_IN_HOME: &str = "store";
+/// ringmq's `brokerName` default (Apache uses the host name, which differs per machine and
+/// so breaks a master/slave pair configured without it).
+pub const BROKER_NAME_DEFAULT: &str = "broker-a";
+pub const BROKER_CLUSTER_NAME_DEFAULT: &str = "DefaultCluster";
+/// Apache's `defaultTopicQueueNums`: queues of a topic auto-created from TBW102.
+pub const DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT: i32 = 8;
+/// Apache's `mappedFileSizeCommitLog` (1 GiB).
+pub const COMMIT_LOG_SEGMENT_BYTES_DEFAULT: u64 = 1 << 30;
+/// Apache's `maxMessageSize` (4 MiB), also the most our stored-record codec accepts.
+pub const MESSAGE_BYTES_MAX_DEFAULT: usize = 4 << 20;
+/// Apache's `registerNameServerPeriod` (30 s).
+pub const REGISTER_PERIOD_DEFAULT: Duration = Duration::from_secs(30);
+/// Apache's `fileReservedTime` (72 h): commit-log segments older than this are deleted.
+pub const FILE_RESERVED_HOURS_DEFAULT: u64 = 72;
+/// Apache's `messageDelayLevel`: the 18 delay levels of scheduled messages.
+pub const MESSAGE_DELAY_LEVEL_DEFAULT: &str =
+    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+/// A broker.conf is a few dozen lines; the bound keeps a wrong `-c` (a log file, a device)
+/// from being read into memory whole.
+pub const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;
+/// Shards per broker: shard ids live in the high bits of physical offsets.
+pub const SHARDS_MAX: usize = SHARD_ID_MAX as usize + 1;
+/// Interfaces looked at when guessing the host's address; hosts have a handful.
+const INTERFACES_MAX: usize = 1024;
+
+/// Why the configuration could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is larger than {CONFIG_FILE_BYTES_MAX} bytes")]
+    TooLarge { path: String },
+    #[error("config file {path}, line {line}: {reason}")]
+    Syntax {
+        path: String,
+        line: usize,
+        reason: &'static str,
+    },
+    #[error("{origin}: {key}={value:?}: {reason}")]
+    BadValue {
+        /// The file the value came from, or `flags`.
+        origin: String,
+        key: &'static str,
+        value: String,
+        reason: String,
+    },
+}
+
+/// `ringmq broker` flags. Every one is optional so that an unset flag lets the file speak.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct BrokerArgs {
+    /// Address to serve clients on [default: 0.0.0.0:10911, or the file's listenPort].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// NameServers to register with, `;`-separated (broker.conf `namesrvAddr`).
+    #[arg(long, value_name = "ADDR;ADDR")]
+    pub namesrv: Option<String>,
+    /// Shards, one executor pinned per core [default: available cores]; fixed when the data
+    /// directory is created.
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Data directory (broker.conf `storePathRootDir`) [default: ~/store].
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// When a send is acknowledged [default: ASYNC_FLUSH].
+    #[arg(long, value_name = "SYNC_FLUSH|ASYNC_FLUSH", value_parser = parse_flush_disk_type)]
+    pub flush_disk_type: Option<FlushMode>,
+    /// Address advertised to NameServers and clients (broker.conf `brokerIP1`).
+    #[arg(long, value_name = "IP")]
+    pub broker_ip: Option<IpAddr>,
+    /// Cluster name (broker.conf `brokerClusterName`) [default: DefaultCluster].
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Broker name (broker.conf `brokerName`) [default: broker-a].
+    #[arg(long)]
+    pub broker_name: Option<String>,
+    /// A broker.conf in Apache's format.
+    #[arg(short = 'c', long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// `ringmq standalone` flags: a broker's, plus where its own NameServer listens.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct StandaloneArgs {
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// Address of the embedded NameServer [default: 0.0.0.0:9876].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub namesrv_listen: Option<SocketAddr>,
+}
+
+/// The resolved configuration, named after Apache's keys (units last).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerConfig {
+    /// `brokerClusterName`.
+    pub broker_cluster_name: String,
+    /// `brokerName`.
+    pub broker_name: String,
+    /// `brokerId`: 0 is the master.
+    pub broker_id: i64,
+    /// Where clients connect; its port is `listenPort`.
+    pub listen: SocketAddr,
+    /// `namesrvAddr`, split at `;`.
+    pub namesrv_addrs: Vec<String>,
+    /// `storePathRootDir`.
+    pub store_path_root_dir: PathBuf,
+    /// `flushDiskType`.
+    pub flush_mode: FlushMode,
+    /// `autoCreateTopicEnable`: topics are created from TBW102 on first send.
+    pub auto_create_topic_enable: bool,
+    /// `defaultTopicQueueNums`.
+    pub default_topic_queue_nums: i32,
+    /// `autoCreateSubscriptionGroup`.
+    pub auto_create_subscription_group: bool,
+    /// `brokerIP1`: the address registered with NameServers.
+    pub broker_ip1: IpAddr,
+    /// `mappedFileSizeCommitLog` (4.x: `mapedFileSizeCommitLog`).
+    pub commit_log_segment_bytes: u64,
+    /// `maxMessageSize`: the largest message body accepted.
+    pub message_bytes_max: usize,
+    /// `registerNameServerPeriod`.
+    pub register_period: Duration,
+    /// `brokerPermission`: PermName bits the broker grants all its topics.
+    pub broker_permission: i32,
+    /// `messageDelayLevel`, kept as written until scheduled messages interpret it.
+    pub message_delay_level: String,
+    /// `fileReservedTime` (hours in the file).
+    pub file_reserved_time: Duration,
+    /// Shards (ringmq's own key `shards`).
+    pub shards: usize,
+    /// Keys of the file that ringmq does not use, with their values.
+    pub unknown_keys: BTreeMap<String, String>,
+}
+
+impl BrokerConfig {
+    /// `ringmq broker`: file, then flags.
+    pub fn resolve_broker(args: &BrokerArgs) -> Result<Self, ConfigError> {
+        let data_default = std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(BROKER_DATA_IN_HOME))
+            .unwrap_or_else(|| PathBuf::from(BROKER_DATA_IN_HOME));
+        Self::resolve(args, data_default)
+    }
+
+    /// `ringmq standalone`: as a broker, data in ./data by default, registered with its own
+    /// NameServer (first) and any others it is given. Returns the NameServer's listen address.
+    /// With port 0 there, the caller puts the bound port into `namesrv_addrs[0]`.
+    pub fn resolve_standalone(args: &StandaloneArgs) -> Result<(Self, SocketAddr), ConfigError> {
+        let namesrv_listen = args.namesrv_listen.unwrap_or(NAMESRV_LISTEN_DEFAULT);
+        let mut config = Self::resolve(&args.broker, PathBuf::from(STANDALONE_DATA_DEFAULT))?;
+        let own_ip = match namesrv_listen.ip() {
+            ip if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            ip => ip,
+        };
+        let own = SocketAddr::new(own_ip, namesrv_listen.port()).to_string();
+        config.namesrv_addrs.retain(|addr| *addr != own);
+        config.namesrv_addrs.insert(0, own);
+        Ok((config, namesrv_listen))
+    }
+
+    /// Where clients and NameServers are told to reach this broker: brokerIP1:listenPort.
+    pub fn advertised_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.broker_ip1, self.listen.port())
+    }
+
+    fn resolve(args: &BrokerArgs, data_default: PathBuf) -> Result<Self, ConfigError> {
+        let mut config = Self::defaults(data_default);
+        let mut broker_ip1 = None;
+        if let Some(path) = &args.config {
+            let file = read_properties(path)?;
+            let origin = path.display().to_string();
+            for (key, value) in file {
+                config.apply_key(&origin, key, value, &mut broker_ip1)?;
+            }
+            if !config.unknown_keys.is_empty() {
+                tracing::info!(
+                    file = %origin,
+                    keys = ?config.unknown_keys.keys().collect::<Vec<_>>(),
+                    "broker.conf keys ringmq does not use are ignored"
+                );
+            }
+        }
+        config.apply_flags(args, &mut broker_ip1)?;
+        config.broker_ip1 = broker_ip1.unwrap_or_else(|| match config.listen.ip() {
+            ip if ip.is_unspecified() => {
+                first_non_loopback_ipv4().map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V4)
+            }
+            ip => ip,
+        });
+        Ok(config)
+    }
+
+    fn defaults(store_path_root_dir: PathBuf) -> Self {
+        Self {
+            broker_cluster_name: BROKER_CLUSTER_NAME_DEFAULT.to_owned(),
+            broker_name: BROKER_NAME_DEFAULT.to_owned(),
+            broker_id: 0,
+            listen: LISTEN_DEFAULT,
+            namesrv_addrs: Vec::new(),
+            store_path_root_dir,
+            flush_mode: FlushMode::AsyncFlush,
+            auto_create_topic_enable: true,
+            default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT,
+            auto_create_subscription_group: true,
+            broker_ip1: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            commit_log_segment_bytes: COMMIT_LOG_SEGMENT_BYTES_DEFAULT,
+            message_bytes_max: MESSAGE_BYTES_MAX_DEFAULT,
+            register_period: REGISTER_PERIOD_DEFAULT,
+            broker_permission: PERM_READ | PERM_WRITE,
+            message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.to_owned(),
+            file_reserved_time: Duration::from_secs(FILE_RESERVED_HOURS_DEFAULT * 3600),
+            shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            unknown_keys: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the field behind one broker.conf key. brokerIP1 is held aside because its
+    /// default depends on the listen address, which a flag may still change.
+    fn apply_key(
+        &mut self,
+        origin: &str,
+        key: String,
+        value: String,
+        broker_ip1: &mut Option<IpAddr>,
+    ) -> Result<(), ConfigError> {
+        let at = Origin {
+            origin,
+            value: &value,
+        };
+        match key.as_str() {
+            "brokerClusterName" => self.broker_cluster_name = at.name("brokerClusterName")?,
+            "brokerName" => self.broker_name = at.name("brokerName")?,
+            "brokerId" => self.broker_id = at.number("brokerId", 0..=i64::MAX)?,
+            "listenPort" => self.listen.set_port(at.number("listenPort", 0..=u16::MAX)?),
+            "namesrvAddr" => self.namesrv_addrs = at.namesrv_addrs("namesrvAddr")?,
+            "storePathRootDir" if value.is_empty() => {
+                return Err(at.bad("storePathRootDir", "must not be empty"))
+            }
+            "storePathRootDir" => self.store_path_root_dir = PathBuf::from(&value),
+            "flushDiskType" => {
+                self.flush_mode =
+                    parse_flush_disk_type(&value).map_err(|r| at.bad("flushDiskType", r))?
+            }
+            "autoCreateTopicEnable" => {
+                self.auto_create_topic_enable = at.boolean("autoCreateTopicEnable")?
+            }
+            "defaultTopicQueueNums" => {
+                self.default_topic_queue_nums =
+                    at.number("defaultTopicQueueNums", 1..=QUEUE_NUMS_MAX)?
+            }
+            "autoCreateSubscriptionGroup" => {
+                self.auto_create_subscription_group = at.boolean("autoCreateSubscriptionGroup")?
+            }
+            "brokerIP1" => *broker_ip1 = Some(value.parse().map_err(|e| at.bad("brokerIP1", e))?),
+            "mappedFileSizeCommitLog" | "mapedFileSizeCommitLog" => {
+                self.commit_log_segment_bytes =
+                    at.number("mappedFileSizeCommitLog", 1..=i32::MAX as u64)?
+            }
+            "maxMessageSize" => {
+                self.message_bytes_max = at.number("maxMessageSize", 1..=BODY_BYTES_MAX)?
+            }
+            "registerNameServerPeriod" => {
+                let ms = at.number("registerNameServerPeriod", 1..=u32::MAX as u64)?;
+                self.register_period = Duration::from_millis(ms);
+            }
+            "brokerPermission" => {
+                self.broker_permission = at.number(
+                    "brokerPermission",
+                    0..=PERM_READ | PERM_WRITE | PERM_INHERIT,
+                )?
+            }
+            "messageDelayLevel" => self.message_delay_level = value,
+            "fileReservedTime" => {
+                let hours = at.number("fileReservedTime", 1..=u32::MAX as u64)?;
+                self.file_reserved_time = Duration::from_secs(hours * 3600);
+            }
+            "shards" => self.shards = at.number("shards", 1..=SHARDS_MAX)?,
+            _ => {
+                self.unknown_keys.insert(key, value);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_flags(
+        &mut self,
+        args: &BrokerArgs,
+        broker_ip1: &mut Option<IpAddr>,
+    ) -> Result<(), ConfigError> {
+        fn flag(value: &str) -> Origin<'_> {
+            Origin {
+                origin: "flags",
+                value,
+            }
+        }
+        if let Some(listen) = args.listen {
+            self.listen = listen;
+        }
+        if let Some(namesrv) = &args.namesrv {
+            self.namesrv_addrs = flag(namesrv).namesrv_addrs("--namesrv")?;
+        }
+        if let Some(shards) = args.shards {
+            self.shards = flag(&shards.to_string()).number("--shards", 1..=SHARDS_MAX)?;
+        }
+        if let Some(data) = &args.data {
+            self.store_path_root_dir = data.clone();
+        }
+        if let Some(mode) = args.flush_disk_type {
+            self.flush_mode = mode;
+        }
+        if let Some(ip) = args.broker_ip {
+            *broker_ip1 = Some(ip);
+        }
+        if let Some(cluster) = &args.cluster {
+            self.broker_cluster_name = flag(cluster).name("--cluster")?;
+        }
+        if let Some(name) = &args.broker_name {
+            self.broker_name = flag(name).name("--broker-name")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl BrokerConfig {
+    /// Apache's defaults with brokerIP1 fixed, for tests of the parts that read the config.
+    pub(crate) fn for_tests() -> Self {
+        Self {
+            broker_ip1: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            ..Self::defaults(PathBuf::from(STANDALONE_DATA_DEFAULT))
+        }
+    }
+}
+
+/// A value and where it came from, for parsing it into a field or naming it in an error.
+struct Origin<'a> {
+    origin: &'a str,
+    value: &'a str,
+}
+
+impl Origin<'_> {
+    fn bad(&self, key: &'static str, reason: impl ToString) -> ConfigError {
+        ConfigError::BadValue {
+            origin: self.origin.to_owned(),
+            key,
+            value: self.value.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn number<T>(
+        &self,
+        key: &'static str,
+        range: std::ops::RangeInclusive<T>,
+    ) -> Result<T, ConfigError>
+    where
+        T: std::str::FromStr + PartialOrd + std::fmt::Display,
+        T::Err: std::fmt::Display,
+    {
+        let n: T = self.value.parse().map_err(|e| self.bad(key, e))?;
+        if !range.contains(&n) {
+            let reason = format!("must be in {}..={}", range.start(), range.end());
+            return Err(self.bad(key, reason));
+        }
+        Ok(n)
+    }
+
+    /// Java's `Boolean.parseBoolean` reads anything but "true" as false; a typo then turns a
+    /// feature off silently, so only true and false are accepted.
+    fn boolean(&self, key: &'static str) -> Result<bool, ConfigError> {
+        match self.value.to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(self.bad(key, "must be true or false")),
+        }
+    }
+
+    /// Cluster and broker names travel in topic routes and name system topics.
+    fn name(&self, key: &'static str) -> Result<String, ConfigError> {
+        if self.value.is_empty() {
+            return Err(self.bad(key, "must not be empty"));
+        }
+        if crate::broker::control::topics::has_illegal_chars(self.value) {
+            return Err(self.bad(key, "may hold only letters, digits, %, |, - and _"));
+        }
+        Ok(self.value.to_owned())
+    }
+
+    fn namesrv_addrs(&self, key: &'static str) -> Result<Vec<String>, ConfigError> {
+        let mut addrs = Vec::new();
+        for addr in self
+            .value
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
+            let port = addr
+                .rsplit_once(':')
+                .map(|(host, port)| (host, port.parse::<u16>()));
+            match port {
+                Some((host, Ok(_))) if !host.is_empty() => addrs.push(addr.to_owned()),
+                _ => return Err(self.bad(key, format!("{addr} is not HOST:PORT"))),
+            }
+        }
+        Ok(addrs)
+    }
+}
+
+fn parse_flush_disk_type(value: &str) -> Result<FlushMode, String> {
+    match value {
+        "SYNC_FLUSH" => Ok(FlushMode::SyncFlush),
+        "ASYNC_FLUSH" => Ok(FlushMode::AsyncFlush),
+        _ => Err("must be SYNC_FLUSH or ASYNC_FLUSH".to_owned()),
+    }
+}
+
+fn read_properties(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+    use std::io::Read;
+    let shown = || path.display().to_string();
+    let read_error = |source| ConfigError::Read {
+        path: shown(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let mut text = String::new();
+    file.take(CONFIG_FILE_BYTES_MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(read_error)?;
+    if text.len() as u64 > CONFIG_FILE_BYTES_MAX {
+        return Err(ConfigError::TooLarge { path: shown() });
+    }
+    properties::parse(&text).map_err(|(line, reason)| ConfigError::Syntax {
+        path: shown(),
+        line,
+        reason,
+    })
+}
+
+/// The host's first IPv4 address that is not loopback, as Apache's `NetworkUtil` guesses
+/// `brokerIP1` when it is not set.
+fn first_non_loopback_ipv4() -> Option<Ipv4Addr> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: on success getifaddrs points `head` at a list we own until freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    let mut cursor = head;
+    for _ in 0..INTERFACES_MAX {
+        if cursor.is_null() {
+            break;
+        }
+        // SAFETY: `cursor` is a non-null node of the list getifaddrs returned.
+        let ifa = unsafe { &*cursor };
+        // SAFETY: a non-null ifa_addr points at a sockaddr whose family says its real type.
+        let family = (!ifa.ifa_addr.is_null()).then(|| unsafe { (*ifa.ifa_addr).sa_family });
+        if family == Some(libc::AF_INET as libc::sa_family_t) {
+            // SAFETY: AF_INET addresses are sockaddr_in.
+            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            if !ip.is_loopback() {
+                found = Some(ip);
+                break;
+            }
+        }
+        cursor = ifa.ifa_next;
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Apache RocketMQ 4.9.7's distribution/conf/broker.conf, verbatim.
+    const APACHE_BROKER_CONF: &str = r#"# Licensed to the Apache Software Foundation (ASF) under one or more
+# contributor license agreements.  See the NOTICE file distributed with
+# this work for additional information regarding copyright ownership.
+# The ASF licenses this file to You under the Apache License, Version 2.0
+# (the "License"); you may not use this file except in compliance with
+# the License.  You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+#  Unless required by applicable law or agreed to in writing, software
+#  distributed under the License is distributed on an "AS IS" BASIS,
+#  WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+#  See the License for the specific language governing permissions and
+#  limitations under the License.
+
+brokerClusterName = DefaultCluster
+brokerName = broker-a
+brokerId = 0
+deleteWhen = 04
+fileReservedTime = 48
+brokerRole = ASYNC_MASTER
+flushDiskType = ASYNC_FLUSH
+"#;
+    /// Apache RocketMQ 4.9.7's distribution/conf/2m-2s-async/broker-a.properties, verbatim.
+    const APACHE_2M_2S_ASYNC: &str = r#"# Licensed to the Apache Software Foundation (ASF) under one or more
+# contributor license agreements.  See the NOTICE file distributed with
+# this work for additional information regarding copyright ownership.
+# The ASF licenses this file to You under the Apache License, Version 2.0
+# (the "License"); you may not use this file except in compliance with
+# the License.  You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+brokerClusterName=DefaultCluster
+brokerName=broker-a
+brokerId=0
+deleteWhen=04
+fileReservedTime=48
+brokerRole=ASYNC_MASTER
+flushDiskType=ASYNC_FLUSH
+"#;
+
+    fn conf_file(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ringmq-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn with_file(path: &Path) -> BrokerArgs {
+        BrokerArgs {
+            config: Some(path.to_path_buf()),
+            ..BrokerArgs::default()
+        }
+    }
+
+    #[test]
+    fn reads_apaches_distributed_broker_confs() {
+        for (name, text) in [
+            ("broker.conf", APACHE_BROKER_CONF),
+            ("broker-a.properties", APACHE_2M_2S_ASYNC),
+        ] {
+            let path = conf_file(name, text);
+            let config = BrokerConfig::resolve_broker(&with_file(&path)).unwrap();
+            assert_eq!(config.broker_cluster_name, "DefaultCluster");
+            assert_eq!(
+                (config.broker_name.as_str(), config.broker_id),
+                ("broker-a", 0)
+            );
+            assert_eq!(config.file_reserved_time, Duration::from_secs(48 * 3600));
+            assert_eq!(config.flush_mode, FlushMode::AsyncFlush);
+            let unknown: Vec<_> = config.unknown_keys.keys().map(String::as_str).collect();
+            assert_eq!(unknown, ["brokerRole", "deleteWhen"]);
+            assert_eq!(config.unknown_keys["deleteWhen"], "04");
+            // Defaults of everything the file leaves out.
+            assert_eq!(config.listen, LISTEN_DEFAULT);
+            assert!(config.auto_create_topic_enable && config.auto_create_subscription_group);
+            assert_eq!(config.default_topic_queue_nums, 8);
+            assert_eq!(config.commit_log_segment_bytes, 1 << 30);
+            assert_eq!(config.message_bytes_max, 4 << 20);
+            assert_eq!(config.register_period, Duration::from_secs(30));
+            assert_eq!(config.broker_permission, 6);
+            assert_eq!(config.message_delay_level.split(' ').count(), 18);
+            assert!(!config.broker_ip1.is_unspecified());
+        }
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let path = conf_file(
+            "flags.conf",
+            "listenPort=10921\nbrokerIP1=10.0.0.5\nnamesrvAddr=10.0.0.1:9876;10.0.0.2:9876\n\
+             storePathRootDir=/var/rmq\nflushDiskType=SYNC_FLUSH\nbrokerName=file-b\nshards=3\n",
+        );
+        let from_file = BrokerConfig::resolve_broker(&with_file(&path)).unwrap();
+        assert_eq!(
+            from_file.advertised_addr(),
+            "10.0.0.5:10921".parse().unwrap()
+        );
+        assert_eq!(from_file.listen, "0.0.0.0:10921".parse().unwrap());
+        assert_eq!(from_file.namesrv_addrs, ["10.0.0.1:9876", "10.0.0.2:9876"]);
+        assert_eq!(from_file.store_path_root_dir, PathBuf::from("/var/rmq"));
+        assert_eq!(
+            (from_file.flush_mode, from_file.shards),
+            (FlushMode::SyncFlush, 3)
+        );
+        let args = BrokerArgs {
+            listen: Some("127.0.0.1:20911".parse().unwrap()),
+            namesrv: Some("127.0.0.1:9876".into()),
+            shards: Some(2),
+            data: Some("/tmp/d".into()),
+            flush_disk_type: Some(FlushMode::AsyncFlush),
+            broker_name: Some("flag-b".into()),
+            cluster: Some("C2".into()),
+            ..with_file(&path)
+        };
+        let config = BrokerConfig::resolve_broker(&args).unwrap();
+        assert_eq!(config.listen, "127.0.0.1:20911".parse().unwrap());
+        assert_eq!(config.advertised_addr(), "10.0.0.5:20911".parse().unwrap());
+        assert_eq!(config.namesrv_addrs, ["127.0.0.1:9876"]);
+        assert_eq!(
+            (config.shards, config.flush_mode),
+            (2, FlushMode::AsyncFlush)
+        );
+        assert_eq!(config.store_path_root_dir, PathBuf::from("/tmp/d"));
+        assert_eq!(
+            (
+                config.broker_name.as_str(),
+                config.broker_cluster_name.as_str()
+            ),
+            ("flag-b", "C2")
+        );
+        let args = BrokerArgs {
+            broker_ip: Some("192.168.1.9".parse().unwrap()),
+            ..args
+        };
+        let config = BrokerConfig::resolve_broker(&args).unwrap();
+        assert_eq!(
+            config.advertised_addr(),
+            "192.168.1.9:20911".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn broker_ip1_defaults_to_the_listen_ip_unless_unspecified() {
+        let args = BrokerArgs {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..BrokerArgs::default()
+        };
+        let config = BrokerConfig::resolve_broker(&args).unwrap();
+        assert_eq!(config.broker_ip1, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let config = BrokerConfig::resolve_broker(&BrokerArgs::default()).unwrap();
+        assert!(!config.broker_ip1.is_unspecified());
+        if let Some(ip) = first_non_loopback_ipv4() {
+            assert_eq!(config.broker_ip1, IpAddr::V4(ip));
+        }
+    }
+
+    #[test]
+    fn standalone_registers_with_its_own_namesrv_and_keeps_data_local() {
+        let args = StandaloneArgs::default();
+        let (config, namesrv) = BrokerConfig::resolve_standalone(&args).unwrap();
+        assert_eq!(namesrv, NAMESRV_LISTEN_DEFAULT);
+        assert_eq!(config.namesrv_addrs, ["127.0.0.1:9876"]);
+        assert_eq!(config.store_path_root_dir, PathBuf::from("./data"));
+        let args = StandaloneArgs {
+            broker: BrokerArgs {
+                namesrv: Some("10.0.0.1:9876;127.0.0.2:9877".into()),
+                ..BrokerArgs::default()
+            },
+            namesrv_listen: Some("127.0.0.2:9877".parse().unwrap()),
+        };
+        let (config, namesrv) = BrokerConfig::resolve_standalone(&args).unwrap();
+        assert_eq!(namesrv, "127.0.0.2:9877".parse().unwrap());
+        assert_eq!(config.namesrv_addrs, ["127.0.0.2:9877", "10.0.0.1:9876"]);
+        let broker = BrokerConfig::resolve_broker(&BrokerArgs::default()).unwrap();
+        assert!(broker.store_path_root_dir.ends_with(BROKER_DATA_IN_HOME));
+    }
+
+    #[test]
+    fn bad_values_name_the_key_and_the_file() {
+        let cases = [
+            ("listenPort=70000", "listenPort"),
+            ("brokerId=-1", "brokerId"),
+            ("flushDiskType=SOMETIMES", "flushDiskType"),
+            ("autoCreateTopicEnable=yes", "autoCreateTopicEnable"),
+            ("defaultTopicQueueNums=0", "defaultTopicQueueNums"),
+            ("brokerIP1=localhost", "brokerIP1"),
+            ("maxMessageSize=5000000", "maxMessageSize"),
+            ("mapedFileSizeCommitLog=1G", "mappedFileSizeCommitLog"),
+            ("brokerPermission=9", "brokerPermission"),
+            ("namesrvAddr=10.0.0.1", "namesrvAddr"),
+            ("brokerName=a b", "brokerName"),
+            ("shards=0", "shards"),
+            ("storePathRootDir=", "storePathRootDir"),
+        ];
+        for (line, expected_key) in cases {
+            let path = conf_file("bad.conf", line);
+            match BrokerConfig::resolve_broker(&with_file(&path)) {
+                Err(ConfigError::BadValue { origin, key, .. }) => {
+                    assert_eq!(
+                        (origin.as_str(), key),
+                        (path.to_str().unwrap(), expected_key)
+                    );
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        let args = BrokerArgs {
+            shards: Some(SHARDS_MAX + 1),
+            ..BrokerArgs::default()
+        };
+        let error = BrokerConfig::resolve_broker(&args).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::BadValue {
+                    key: "--shards",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let missing = BrokerArgs {
+            config: Some("/nonexistent/broker.conf".into()),
+            ..BrokerArgs::default()
+        };
+        assert!(matches!(
+            BrokerConfig::resolve_broker(&missing),
+            Err(ConfigError::Read { .. })
+        ));
+        let path = conf_file("escape.conf", "key=\\u12");
+        assert!(matches!(
+            BrokerConfig::resolve_broker(&with_file(&path)),
+            Err(ConfigError::Syntax { line: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn the_clap_flags_parse() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            standalone: StandaloneArgs,
+        }
+        let cli = Cli::try_parse_from([
+            "ringmq",
+            "--listen",
+            "127.0.0.1:1",
+            "--namesrv-listen",
+            "127.0.0.1:2",
+            "--shards",
+            "2",
+            "--data",
+            "/d",
+            "--flush-disk-type",
+            "SYNC_FLUSH",
+            "--broker-ip",
+            "127.0.0.1",
+            "-c",
+            "/c.conf",
+            "--cluster",
+            "C",
+            "--broker-name",
+            "b",
+            "--namesrv",
+            "x:1;y:2",
+        ])
+        .unwrap();
+        let args = &cli.standalone.broker;
+        assert_eq!(args.flush_disk_type, Some(FlushMode::SyncFlush));
+        assert_eq!(args.config.as_deref(), Some(Path::new("/c.conf")));
+        assert_eq!(
+            cli.standalone.namesrv_listen,
+            Some("127.0.0.1:2".parse().unwrap())
+        );
+        assert!(Cli::try_parse_from(["ringmq", "--flush-disk-type", "NEVER"]).is_err());
+    }
+}

@@ -3,6 +3,19 @@
 //! connection on a shard that does not own their queue; a control plane (topics,
 //! subscription groups, consumer-group membership, queue locks) with one writer, shard 0,
 //! and versioned read-only copies on every shard.
+//!
+//! `runtime` starts it; `shard_state` is one shard and decides where a request is served;
+//! `processor/` serves each family of requests; `control_plane` is shard 0's writer;
+//! `router` carries work between shards; `registration` talks to the NameServers.
 
 pub mod config;
 pub mod control;
+pub mod control_plane;
+pub mod error;
+pub mod placement;
+pub mod processor;
+pub mod registration;
+pub mod router;
+pub mod runtime;
+pub mod shard_state;
+pub mod work;

@@ -3,11 +3,11 @@
 //! NameServer does, in `kvConfig.json` (`{"configTable":{namespace:{key:value}}}`), so a file
 //! written by either NameServer is read by the other.
 
+use crate::persist;
 use crate::protocol::body::{self, KvTable};
 use crate::protocol::fastjson::FastjsonError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 /// Entries across all namespaces. KV config holds a few settings per topic at most; the bound
@@ -109,15 +109,10 @@ impl KvConfig {
         Ok(config)
     }
 
-    /// Replaces `path` crash-safely: write a new copy, fsync it, rename it over the old one,
-    /// fsync the directory. A crash leaves either the old file or the new one, never a torn one.
-    /// Blocking I/O on the NameServer's executor is acceptable here: the file is small and only
-    /// admin commands change it.
+    /// Replaces `path` crash-safely ([`crate::persist::replace`]). Blocking I/O on the
+    /// NameServer's executor is acceptable here: the file is small and only admin commands
+    /// change it.
     pub fn save(&self, path: &Path) -> Result<(), KvFileError> {
-        let io = |source| KvFileError::Io {
-            path: path.display().to_string(),
-            source,
-        };
         let file = KvConfigFile {
             config_table: self.namespaces.clone(),
         };
@@ -125,21 +120,10 @@ impl KvConfig {
             path: path.display().to_string(),
             source,
         })?;
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let mut tmp_name = path.as_os_str().to_owned();
-        tmp_name.push(".tmp");
-        let tmp = Path::new(&tmp_name);
-        let mut out = std::fs::File::create(tmp).map_err(io)?;
-        out.write_all(&bytes).map_err(io)?;
-        out.sync_all().map_err(io)?;
-        std::fs::rename(tmp, path).map_err(io)?;
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io)
+        persist::replace(path, &bytes).map_err(|source| KvFileError::Io {
+            path: path.display().to_string(),
+            source,
+        })
     }
 
     /// GET_KVLIST_BY_NAMESPACE: `None` when the namespace is empty.

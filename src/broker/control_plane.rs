@@ -1,0 +1,463 @@
+//! The control plane: topics, subscription groups, consumer-group membership and queue locks.
+//! Shard 0 owns the tables and is their only writer; every change that other shards need
+//! (topics, groups, the groups' subscriptions) is published as a new versioned snapshot to
+//! every shard before the request that caused it is answered, so a client that heartbeats and
+//! then pulls through another shard finds its subscription there.
+
+use super::control::consumers::{ClientChannel, ConsumerGroups, SubscriptionSnapshot};
+use super::control::queue_locks::QueueLocks;
+use super::control::subscription_groups::{GroupSnapshot, SubscriptionGroupTable};
+use super::control::topics::{TopicError, TopicSnapshot, TopicTable, RETRY_GROUP_TOPIC_PREFIX};
+use super::error::{BrokerError, BrokerResult};
+use super::registration::NamesrvLinks;
+use super::shard_state::BrokerShard;
+use super::work::{Origin, Work};
+use crate::protocol::body::consumer_group::GetConsumerListByGroupResponseBody;
+use crate::protocol::body::heartbeat::{HeartbeatData, SubscriptionData};
+use crate::protocol::body::lock::{
+    LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody,
+};
+use crate::protocol::body::subscription_group::SubscriptionGroupConfig;
+use crate::protocol::body::{self, TopicConfig, TopicFilterType};
+use crate::protocol::codes::{request as code, response};
+use crate::protocol::command::RemotingCommand;
+use crate::protocol::header::{ConsumerGroupRequestHeader, UnregisterClientRequestHeader};
+use crate::protocol::header::{
+    CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, TopicRequestHeader,
+};
+use crate::server::ConnectionId;
+use ringmq_shards::event::Event;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often shard 0 looks for clients that stopped heartbeating (Java scans every 10 s and
+/// drops a client silent for 120 s).
+const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
+
+/// What every shard knows of the control plane: read-only, replaced whole.
+#[derive(Clone)]
+pub struct ControlSnapshot {
+    pub version: u64,
+    pub topics: TopicSnapshot,
+    pub groups: GroupSnapshot,
+    pub subscriptions: SubscriptionSnapshot,
+}
+
+/// The snapshot of the given tables at `version`.
+pub fn snapshot_of(
+    version: u64,
+    topics: &TopicTable,
+    groups: &SubscriptionGroupTable,
+    subscriptions: &SubscriptionSnapshot,
+) -> ControlSnapshot {
+    ControlSnapshot {
+        version,
+        topics: topics.snapshot(),
+        groups: groups.snapshot(),
+        subscriptions: subscriptions.clone(),
+    }
+}
+
+impl ControlSnapshot {
+    pub fn subscription(&self, group: &str, topic: &str) -> Option<&SubscriptionData> {
+        self.subscriptions.subscription(group, topic)
+    }
+}
+
+/// A control-plane change asked by another shard.
+pub enum ControlOp {
+    /// A send to a topic this broker does not have: create it from its template (TBW102) when
+    /// auto-creation is allowed, or a `%RETRY%` topic.
+    CreateTopicForSend {
+        topic: String,
+        default_topic: String,
+        queue_nums: i32,
+    },
+    FindOrCreateGroup(String),
+    ConnectionClosed(ConnectionId),
+}
+
+pub enum ControlReply {
+    Topic(Option<TopicConfig>),
+    Group(Option<SubscriptionGroupConfig>),
+    Done,
+}
+
+struct Tables {
+    topics: TopicTable,
+    groups: SubscriptionGroupTable,
+    consumers: ConsumerGroups,
+    locks: QueueLocks,
+}
+
+/// Shard 0's control-plane state.
+pub struct ControlPlane {
+    tables: RefCell<Tables>,
+    version: Cell<u64>,
+    /// Notified when the topic table changes: registration runs at once.
+    topics_changed: Event,
+    namesrvs: NamesrvLinks,
+}
+
+impl ControlPlane {
+    pub fn new(topics: TopicTable, groups: SubscriptionGroupTable) -> Self {
+        Self {
+            tables: RefCell::new(Tables {
+                topics,
+                groups,
+                consumers: ConsumerGroups::new(),
+                locks: QueueLocks::new(),
+            }),
+            version: Cell::new(1),
+            topics_changed: Event::default(),
+            namesrvs: NamesrvLinks::default(),
+        }
+    }
+
+    /// The current state as a snapshot for the shards.
+    pub fn snapshot(&self) -> ControlSnapshot {
+        let tables = self.tables.borrow();
+        snapshot_of(
+            self.version.get(),
+            &tables.topics,
+            &tables.groups,
+            &tables.consumers.snapshot(),
+        )
+    }
+
+    /// Installs a new snapshot here and on every other shard, returning when all hold it.
+    async fn publish(&self, shard: &BrokerShard) -> BrokerResult<()> {
+        self.version.set(self.version.get() + 1);
+        let snapshot = Arc::new(self.snapshot());
+        shard.install_snapshot(snapshot.clone());
+        shard.broadcast(|| Work::Snapshot(snapshot.clone())).await?;
+        Ok(())
+    }
+
+    async fn topics_changed(&self, shard: &BrokerShard) -> BrokerResult<()> {
+        self.publish(shard).await?;
+        self.topics_changed.notify();
+        Ok(())
+    }
+
+    pub async fn apply(&self, shard: &BrokerShard, op: ControlOp) -> BrokerResult<ControlReply> {
+        match op {
+            ControlOp::CreateTopicForSend {
+                topic,
+                default_topic,
+                queue_nums,
+            } => {
+                let ensured = {
+                    let mut tables = self.tables.borrow_mut();
+                    let now = now_ms();
+                    if let Some(group) = topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
+                        let queues = tables.groups.get(group).map_or(1, |g| g.retry_queue_nums);
+                        tables.topics.create_retry_topic(group, queues, now)
+                    } else {
+                        tables
+                            .topics
+                            .auto_create_for_send(&topic, &default_topic, queue_nums, now)
+                    }
+                };
+                let ensured = match ensured {
+                    Ok(ensured) => ensured,
+                    Err(TopicError::NoAutoCreate { .. }) => return Ok(ControlReply::Topic(None)),
+                    Err(err) => return Err(err.into()),
+                };
+                if ensured.created {
+                    self.topics_changed(shard).await?;
+                }
+                Ok(ControlReply::Topic(Some(ensured.config)))
+            }
+            ControlOp::FindOrCreateGroup(group) => {
+                let (config, created) = {
+                    let mut tables = self.tables.borrow_mut();
+                    let before = tables.groups.get(&group).is_some();
+                    let config = tables.groups.find_or_auto_create(&group, now_ms())?;
+                    (config, !before)
+                };
+                if created && config.is_some() {
+                    self.publish(shard).await?;
+                }
+                Ok(ControlReply::Group(config))
+            }
+            ControlOp::ConnectionClosed(connection) => {
+                let changed = self
+                    .tables
+                    .borrow_mut()
+                    .consumers
+                    .connection_closed(connection);
+                for group in changed {
+                    self.notify_ids_changed(shard, &group);
+                }
+                Ok(ControlReply::Done)
+            }
+        }
+    }
+
+    /// Serves a client request whose subject is the control plane.
+    pub async fn serve_request(
+        &self,
+        shard: &BrokerShard,
+        origin: Origin,
+        request: &RemotingCommand,
+    ) -> BrokerResult<RemotingCommand> {
+        let ok = || RemotingCommand::response_to(request, response::SUCCESS, None);
+        match request.code {
+            code::HEART_BEAT => {
+                self.heartbeat(shard, origin, request).await?;
+                Ok(ok())
+            }
+            code::UNREGISTER_CLIENT => {
+                let h: UnregisterClientRequestHeader = request.decode_header()?;
+                if let Some(group) = h.consumer_group.as_deref() {
+                    let changed = self
+                        .tables
+                        .borrow_mut()
+                        .consumers
+                        .unregister(group, &h.client_id);
+                    if changed {
+                        self.notify_ids_changed(shard, group);
+                    }
+                }
+                Ok(ok())
+            }
+            code::GET_CONSUMER_LIST_BY_GROUP => {
+                let h: ConsumerGroupRequestHeader = request.decode_header()?;
+                let ids = self.tables.borrow().consumers.client_ids(&h.consumer_group);
+                if ids.is_empty() {
+                    return Err(BrokerError::Illegal(format!(
+                        "no consumer for this group, {}",
+                        h.consumer_group
+                    )));
+                }
+                let body = body::encode(&GetConsumerListByGroupResponseBody {
+                    consumer_id_list: ids,
+                })?;
+                Ok(ok().with_body(body))
+            }
+            code::GET_CONSUMER_CONNECTION_LIST => {
+                let h: ConsumerGroupRequestHeader = request.decode_header()?;
+                let connection = self.tables.borrow().consumers.connection(&h.consumer_group);
+                match connection {
+                    Some(connection) => Ok(ok().with_body(body::encode(&connection)?)),
+                    None => Ok(RemotingCommand::response_to(
+                        request,
+                        response::CONSUMER_NOT_ONLINE,
+                        Some(format!(
+                            "the consumer group[{}] not online",
+                            h.consumer_group
+                        )),
+                    )),
+                }
+            }
+            code::LOCK_BATCH_MQ => {
+                let body: LockBatchRequestBody = body::decode(&request.body)?;
+                let now = now_ms();
+                let locked = self.tables.borrow_mut().locks.lock_batch(
+                    &body.consumer_group,
+                    &body.client_id,
+                    &body.mq_set,
+                    now,
+                );
+                let answer = LockBatchResponseBody {
+                    lock_ok_mq_set: locked,
+                };
+                Ok(ok().with_body(body::encode(&answer)?))
+            }
+            code::UNLOCK_BATCH_MQ => {
+                let body: UnlockBatchRequestBody = body::decode(&request.body)?;
+                self.tables.borrow_mut().locks.unlock_batch(
+                    &body.consumer_group,
+                    &body.client_id,
+                    &body.mq_set,
+                );
+                Ok(ok())
+            }
+            code::UPDATE_AND_CREATE_TOPIC => {
+                let h: CreateTopicRequestHeader = request.decode_header()?;
+                let topic = topic_from_header(&h)?;
+                self.tables.borrow_mut().topics.upsert(topic, now_ms())?;
+                self.topics_changed(shard).await?;
+                Ok(ok())
+            }
+            code::DELETE_TOPIC_IN_BROKER => {
+                let h: TopicRequestHeader = request.decode_header()?;
+                self.tables.borrow_mut().topics.delete(&h.topic, now_ms())?;
+                self.topics_changed(shard).await?;
+                Ok(ok())
+            }
+            code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+                let config: SubscriptionGroupConfig = body::decode(&request.body)?;
+                self.tables.borrow_mut().groups.upsert(config, now_ms())?;
+                self.publish(shard).await?;
+                Ok(ok())
+            }
+            code::DELETE_SUBSCRIPTIONGROUP => {
+                let h: DeleteSubscriptionGroupRequestHeader = request.decode_header()?;
+                self.tables
+                    .borrow_mut()
+                    .groups
+                    .delete(&h.group_name, now_ms())?;
+                self.publish(shard).await?;
+                Ok(ok())
+            }
+            other => Err(BrokerError::Internal(format!(
+                "code {other} is not a control request"
+            ))),
+        }
+    }
+
+    async fn heartbeat(
+        &self,
+        shard: &BrokerShard,
+        origin: Origin,
+        request: &RemotingCommand,
+    ) -> BrokerResult<()> {
+        let data: HeartbeatData = body::decode(&request.body)?;
+        let now = now_ms();
+        let mut publish = false;
+        for consumer in &data.consumer_data_set {
+            let group = &consumer.group_name;
+            let (ids_changed, subscriptions_changed, new_topic) = {
+                let mut tables = self.tables.borrow_mut();
+                let had_group = tables.groups.get(group).is_some();
+                let Some(group_config) = tables.groups.find_or_auto_create(group, now)? else {
+                    return Err(BrokerError::SubscriptionGroupNotExist(group.clone()));
+                };
+                // Every consumer group has its retry topic, made on its first heartbeat.
+                let new_topic = tables
+                    .topics
+                    .create_retry_topic(group, group_config.retry_queue_nums, now)?
+                    .created;
+                let channel = ClientChannel {
+                    shard: origin.shard,
+                    connection: origin.connection,
+                    client_id: data.client_id.clone(),
+                    client_addr: origin.peer.to_string(),
+                    language: request.language,
+                    version: request.version,
+                    last_update_ms: now,
+                };
+                // V1 semantics: ringmq does not offer heartbeat V2, so every heartbeat carries
+                // the full subscriptions.
+                let registered = tables.consumers.register(channel, consumer, None)?;
+                let changed = registered.ids_changed || registered.subscriptions_changed;
+                let notify = changed && group_config.notify_consumer_ids_changed_enable;
+                (notify, registered.snapshot_changed || !had_group, new_topic)
+            };
+            if ids_changed {
+                self.notify_ids_changed(shard, group);
+            }
+            if new_topic {
+                self.topics_changed.notify();
+            }
+            publish |= subscriptions_changed || new_topic;
+        }
+        if publish {
+            self.publish(shard).await?;
+        }
+        Ok(())
+    }
+
+    /// Tells every client of `group` to rebalance (NOTIFY_CONSUMER_IDS_CHANGED, oneway), on
+    /// whichever shard holds its connection.
+    fn notify_ids_changed(&self, shard: &BrokerShard, group: &str) {
+        let channels: Vec<(usize, ConnectionId)> = self
+            .tables
+            .borrow()
+            .consumers
+            .channels(group)
+            .map(|c| (c.shard, c.connection))
+            .collect();
+        let header = ConsumerGroupRequestHeader {
+            consumer_group: group.to_owned(),
+        };
+        for (target, connection) in channels {
+            let request = RemotingCommand::request(code::NOTIFY_CONSUMER_IDS_CHANGED)
+                .with_header(&header)
+                .oneway();
+            if target == shard.id() {
+                shard.notify_connection(connection, request);
+            } else if let Some(this) = shard.rc() {
+                glommio::spawn_local(async move {
+                    let _ = this
+                        .call_shard(
+                            target,
+                            Work::Notify {
+                                connection,
+                                request,
+                            },
+                        )
+                        .await;
+                })
+                .detach();
+            }
+        }
+    }
+
+    /// Registers with the NameServers now, every registration period and whenever the topic
+    /// table changes. Never returns.
+    pub async fn run_registration(&self, shard: &BrokerShard) {
+        let period = shard.config().register_period;
+        loop {
+            let seen = self.topics_changed.version();
+            let wrapper = self.tables.borrow().topics.wrapper();
+            if let Err(err) = self.namesrvs.register_all(shard.config(), &wrapper).await {
+                tracing::warn!(%err, "registration failed");
+            }
+            let timer = async {
+                glommio::timer::Timer::new(period).await;
+            };
+            futures_lite::future::or(timer, self.topics_changed.changed(seen)).await;
+        }
+    }
+
+    /// Drops clients that stopped heartbeating, and tells their groups. Never returns.
+    pub async fn run_client_expiry(&self, shard: &BrokerShard) {
+        loop {
+            glommio::timer::Timer::new(CLIENT_SCAN_PERIOD).await;
+            let expired = self.tables.borrow_mut().consumers.expire(now_ms());
+            for group in &expired.groups {
+                self.notify_ids_changed(shard, group);
+            }
+            if !expired.groups.is_empty() {
+                if let Err(err) = self.publish(shard).await {
+                    tracing::warn!(%err, "could not publish after client expiry");
+                }
+            }
+        }
+    }
+
+    /// Clean stop: the NameServers drop this broker at once instead of after 120 s.
+    pub async fn unregister(&self, shard: &BrokerShard) {
+        self.namesrvs.unregister_all(shard.config()).await;
+    }
+}
+
+/// The topic an UPDATE_AND_CREATE_TOPIC asks for.
+fn topic_from_header(h: &CreateTopicRequestHeader) -> BrokerResult<TopicConfig> {
+    let filter = match h.topic_filter_type.as_str() {
+        "MULTI_TAG" => TopicFilterType::MultiTag,
+        "SINGLE_TAG" | "" => TopicFilterType::SingleTag,
+        other => {
+            return Err(BrokerError::InvalidParameter(format!(
+                "unknown topicFilterType {other}"
+            )))
+        }
+    };
+    Ok(TopicConfig {
+        read_queue_nums: h.read_queue_nums,
+        write_queue_nums: h.write_queue_nums,
+        perm: h.perm,
+        topic_filter_type: filter,
+        topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
+        order: h.order,
+        ..TopicConfig::new(&h.topic, h.write_queue_nums)
+    })
+}
+
+fn now_ms() -> i64 {
+    ringmq_shards::io::Clock::now_ms(&ringmq_shards::RealClock)
+}

@@ -1,0 +1,127 @@
+//! The broker's one error type and the one place it becomes a RocketMQ response code.
+
+use crate::broker::control::consumers::ConsumersError;
+use crate::broker::control::subscription_groups::GroupError;
+use crate::broker::control::topics::TopicError;
+use crate::persist::PersistError;
+use crate::protocol::codes::response;
+use crate::protocol::command::RemotingCommand;
+use crate::protocol::fastjson::FastjsonError;
+use crate::protocol::header::HeaderError;
+use crate::protocol::message::MessageError;
+use ringmq_shards::StoreError;
+
+/// Why a broker request failed. Every variant says which response code the client gets
+/// (see [`BrokerError::response_code`]); the text becomes the response's remark.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+    #[error("malformed body: {0}")]
+    Body(#[from] FastjsonError),
+    #[error(transparent)]
+    Message(#[from] MessageError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A control-plane table could not be written; the change was not made.
+    #[error(transparent)]
+    Persist(#[from] PersistError),
+    #[error(transparent)]
+    Topic(#[from] TopicError),
+    #[error(transparent)]
+    Group(#[from] GroupError),
+    #[error(transparent)]
+    Consumers(#[from] ConsumersError),
+    #[error("topic[{0}] not exist, apply first please!")]
+    TopicNotExist(String),
+    #[error("{0}")]
+    NoPermission(String),
+    #[error("{0}")]
+    MessageIllegal(String),
+    #[error("{0}")]
+    InvalidParameter(String),
+    /// A request the Java broker refuses with SYSTEM_ERROR and an explanation (a queue id out
+    /// of range, an unknown message offset, no consumer for a group).
+    #[error("{0}")]
+    Illegal(String),
+    #[error("subscription group [{0}] does not exist")]
+    SubscriptionGroupNotExist(String),
+    #[error("the consumer's subscription not exist, group: {group} topic: {topic}")]
+    SubscriptionNotExist { group: String, topic: String },
+    #[error("the consumer's subscription not latest")]
+    SubscriptionNotLatest,
+    #[error("parse the consumer's subscription failed: {0}")]
+    SubscriptionParseFailed(String),
+    #[error("no message found: {0}")]
+    QueryNotFound(String),
+    /// A bounded queue or table is full: the client should back off and retry.
+    #[error("[TOO_MANY_REQUESTS] broker busy: {0}")]
+    Busy(&'static str),
+    #[error("the broker is shutting down")]
+    ShuttingDown,
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl BrokerError {
+    /// The RocketMQ response code for this error, as the Java broker answers the same case.
+    pub fn response_code(&self) -> i32 {
+        use BrokerError::*;
+        match self {
+            Header(_) | Body(_) | Illegal(_) | Persist(_) | Internal(_) => response::SYSTEM_ERROR,
+            Message(MessageError::BodyTooLarge { .. }) | MessageIllegal(_) => {
+                response::MESSAGE_ILLEGAL
+            }
+            Message(_) => response::MESSAGE_ILLEGAL,
+            Store(StoreError::LimitReached(_)) | Busy(_) => response::SYSTEM_BUSY,
+            Store(StoreError::Record(_)) | Store(StoreError::RecordTooLarge { .. }) => {
+                response::MESSAGE_ILLEGAL
+            }
+            // Java answers a full disk with SERVICE_NOT_AVAILABLE so producers try another broker.
+            Store(StoreError::DiskFull(_)) | ShuttingDown => response::SERVICE_NOT_AVAILABLE,
+            Store(_) => response::SYSTEM_ERROR,
+            TopicNotExist(_) | Topic(TopicError::NoAutoCreate { .. }) => response::TOPIC_NOT_EXIST,
+            Topic(TopicError::Full) | Group(GroupError::Full) => response::SYSTEM_BUSY,
+            // Java refuses a bad name, a system topic or queue count with SYSTEM_ERROR + remark.
+            Topic(_) | Group(_) | Consumers(_) => response::SYSTEM_ERROR,
+            NoPermission(_) => response::NO_PERMISSION,
+            InvalidParameter(_) => response::INVALID_PARAMETER,
+            SubscriptionGroupNotExist(_) => response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            SubscriptionNotExist { .. } => response::SUBSCRIPTION_NOT_EXIST,
+            SubscriptionNotLatest => response::SUBSCRIPTION_NOT_LATEST,
+            SubscriptionParseFailed(_) => response::SUBSCRIPTION_PARSE_FAILED,
+            QueryNotFound(_) => response::QUERY_NOT_FOUND,
+        }
+    }
+
+    /// The response a client gets for this error.
+    pub fn response_to(&self, request: &RemotingCommand) -> RemotingCommand {
+        RemotingCommand::response_to(request, self.response_code(), Some(self.to_string()))
+    }
+}
+
+pub type BrokerResult<T> = Result<T, BrokerError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_and_store_limits_answer_system_busy() {
+        assert_eq!(
+            BrokerError::Busy("x").response_code(),
+            response::SYSTEM_BUSY
+        );
+        let limit = BrokerError::Store(StoreError::LimitReached("flush waiters"));
+        assert_eq!(limit.response_code(), response::SYSTEM_BUSY);
+    }
+
+    #[test]
+    fn message_problems_answer_message_illegal() {
+        let big = BrokerError::Message(MessageError::BodyTooLarge { bytes: 9, max: 1 });
+        assert_eq!(big.response_code(), response::MESSAGE_ILLEGAL);
+        let missing = BrokerError::TopicNotExist("T".into());
+        assert_eq!(missing.response_code(), response::TOPIC_NOT_EXIST);
+        assert!(missing.to_string().contains("topic[T] not exist"));
+    }
+}

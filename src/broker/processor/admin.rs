@@ -1,0 +1,238 @@
+//! Inspection requests: GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (from the
+//! shard's snapshot), and the ones every shard contributes to — GET_TOPIC_STATS_INFO,
+//! GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO — each shard answering for what it owns and
+//! the connection's shard merging.
+
+use crate::broker::error::{BrokerError, BrokerResult};
+use crate::broker::shard_state::BrokerShard;
+use crate::protocol::body::stats::{
+    ConsumeStats, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable,
+};
+use crate::protocol::body::subscription_group::SubscriptionGroupWrapper;
+use crate::protocol::body::{self, KvTable, TopicConfigSerializeWrapper};
+use crate::protocol::codes::{request as code, response};
+use crate::protocol::command::{RemotingCommand, CURRENT_VERSION};
+use crate::protocol::header::{
+    GetAllTopicConfigResponseHeader, GetConsumeStatsRequestHeader, TopicRequestHeader,
+};
+use crate::protocol::message::record::RecordView;
+use crate::server::not_supported;
+use ringmq_shards::QueueReadRequest;
+
+impl BrokerShard {
+    /// Requests any shard answers from its own copy of the control plane.
+    pub(crate) fn serve_admin_read(
+        &self,
+        request: &RemotingCommand,
+    ) -> BrokerResult<RemotingCommand> {
+        let ok = || RemotingCommand::response_to(request, response::SUCCESS, None);
+        let snapshot = self.snapshot();
+        match request.code {
+            code::GET_ALL_TOPIC_CONFIG => {
+                let wrapper = TopicConfigSerializeWrapper {
+                    data_version: snapshot.topics.data_version,
+                    topic_config_table: (*snapshot.topics.entries).clone(),
+                    ..Default::default()
+                };
+                let header = GetAllTopicConfigResponseHeader {
+                    total_topic_num: snapshot.topics.entries.len() as i32,
+                };
+                Ok(ok().with_header(&header).with_body(body::encode(&wrapper)?))
+            }
+            code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
+                let wrapper = SubscriptionGroupWrapper {
+                    subscription_group_table: (*snapshot.groups.entries).clone(),
+                    data_version: snapshot.groups.data_version,
+                    ..Default::default()
+                };
+                Ok(ok().with_body(body::encode(&wrapper)?))
+            }
+            _ => Ok(not_supported(request)),
+        }
+    }
+
+    /// This shard's part of a statistics request: the queues it owns.
+    pub(crate) async fn serve_stats_part(
+        &self,
+        request: &RemotingCommand,
+    ) -> BrokerResult<RemotingCommand> {
+        let ok = || RemotingCommand::response_to(request, response::SUCCESS, None);
+        match request.code {
+            code::GET_TOPIC_STATS_INFO => {
+                let h: TopicRequestHeader = request.decode_header()?;
+                let topic = self
+                    .topic(&h.topic)
+                    .ok_or_else(|| BrokerError::TopicNotExist(h.topic.clone()))?;
+                let mut table = TopicStatsTable::default();
+                for queue_id in
+                    self.owned_queues(&h.topic, topic.write_queue_nums.max(topic.read_queue_nums))
+                {
+                    let max = self.store().max_offset(&h.topic, queue_id);
+                    let offsets = TopicOffset {
+                        min_offset: self.store().min_offset(&h.topic, queue_id),
+                        max_offset: max,
+                        last_update_timestamp: self
+                            .store_time_at(&h.topic, queue_id, max - 1)
+                            .await?,
+                    };
+                    table
+                        .offset_table
+                        .insert(self.message_queue(&h.topic, queue_id), offsets);
+                }
+                Ok(ok().with_body(table.encode()?))
+            }
+            code::GET_CONSUME_STATS => {
+                let h: GetConsumeStatsRequestHeader = request.decode_header()?;
+                let topics = self.consumed_topics(&h);
+                let mut stats = ConsumeStats::default();
+                for topic in topics {
+                    let Some(config) = self.topic(&topic) else {
+                        continue;
+                    };
+                    for queue_id in self.owned_queues(&topic, config.read_queue_nums) {
+                        let consumer_offset = self
+                            .store()
+                            .consumer_offset(&h.consumer_group, &topic, queue_id)
+                            .unwrap_or(0);
+                        let wrapper = OffsetWrapper {
+                            broker_offset: self.store().max_offset(&topic, queue_id),
+                            consumer_offset,
+                            pull_offset: consumer_offset,
+                            last_timestamp: self
+                                .store_time_at(&topic, queue_id, consumer_offset - 1)
+                                .await?,
+                        };
+                        stats
+                            .offset_table
+                            .insert(self.message_queue(&topic, queue_id), wrapper);
+                    }
+                }
+                Ok(ok().with_body(stats.encode()?))
+            }
+            code::GET_BROKER_RUNTIME_INFO => {
+                let counters = self.counters();
+                let mut table = KvTable::default();
+                let mut put = |k: &str, v: u64| {
+                    table.table.insert(k.to_owned(), v.to_string());
+                };
+                put("msgPutTotalTodayNow", counters.messages_put);
+                put("msgGetTotalTodayNow", counters.messages_got);
+                put("putMessageTimesTotal", counters.messages_put);
+                put("putMessageSizeTotal", counters.bytes_put);
+                put("commitLogMaxOffset", self.store().log_end());
+                put(
+                    "remainHowManyDataToFlush",
+                    self.store().log_end() - self.store().log_durable_end(),
+                );
+                Ok(ok().with_body(body::encode(&table)?))
+            }
+            _ => Ok(not_supported(request)),
+        }
+    }
+
+    fn owned_queues<'a>(&'a self, topic: &'a str, queues: i32) -> impl Iterator<Item = i32> + 'a {
+        (0..queues).filter(move |&q| self.owner_of(topic, q) == self.id())
+    }
+
+    fn message_queue(&self, topic: &str, queue_id: i32) -> MessageQueue {
+        MessageQueue::new(topic, &self.config().broker_name, queue_id)
+    }
+
+    /// The topics a GET_CONSUME_STATS covers: the one asked, or those the group subscribes.
+    fn consumed_topics(&self, h: &GetConsumeStatsRequestHeader) -> Vec<String> {
+        if let Some(topic) = h.topic.as_ref().filter(|t| !t.is_empty()) {
+            return vec![topic.clone()];
+        }
+        let snapshot = self.snapshot();
+        snapshot
+            .subscriptions
+            .group(&h.consumer_group)
+            .map(|group| group.subscriptions.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Store time of the message at `offset` in a queue, 0 when there is none.
+    async fn store_time_at(&self, topic: &str, queue_id: i32, offset: i64) -> BrokerResult<i64> {
+        if offset < 0 {
+            return Ok(0);
+        }
+        let read = self
+            .store()
+            .read_queue(QueueReadRequest {
+                topic,
+                queue_id,
+                offset,
+                max_count: 1,
+                max_bytes: usize::MAX,
+                tag_filter: None,
+            })
+            .await?;
+        Ok(match read.records.into_iter().next() {
+            Some(record) => RecordView::parse(record)
+                .map(|v| v.store_timestamp_ms())
+                .unwrap_or(0),
+            None => 0,
+        })
+    }
+}
+
+/// Joins the shards' parts of a statistics request into the client's answer.
+pub(crate) fn merge_stats_parts(
+    shard: &BrokerShard,
+    request: &RemotingCommand,
+    parts: Vec<RemotingCommand>,
+) -> BrokerResult<RemotingCommand> {
+    if let Some(failed) = parts.iter().find(|p| p.code != response::SUCCESS) {
+        return Ok(RemotingCommand::response_to(
+            request,
+            failed.code,
+            failed.remark.clone(),
+        ));
+    }
+    let ok = RemotingCommand::response_to(request, response::SUCCESS, None);
+    match request.code {
+        code::GET_TOPIC_STATS_INFO => {
+            let mut table = TopicStatsTable::default();
+            for part in parts {
+                let piece: TopicStatsTable = body::decode(&part.body)?;
+                table.offset_table.extend(piece.offset_table);
+            }
+            Ok(ok.with_body(table.encode()?))
+        }
+        code::GET_CONSUME_STATS => {
+            let mut stats = ConsumeStats::default();
+            for part in parts {
+                let piece: ConsumeStats = body::decode(&part.body)?;
+                stats.offset_table.extend(piece.offset_table);
+            }
+            Ok(ok.with_body(stats.encode()?))
+        }
+        code::GET_BROKER_RUNTIME_INFO => {
+            let mut sums: std::collections::BTreeMap<String, u64> = Default::default();
+            for part in parts {
+                let piece: KvTable = body::decode(&part.body)?;
+                for (key, value) in piece.table {
+                    *sums.entry(key).or_default() += value.parse::<u64>().unwrap_or(0);
+                }
+            }
+            let mut table = KvTable {
+                table: sums.into_iter().map(|(k, v)| (k, v.to_string())).collect(),
+            };
+            let config = shard.config();
+            let mut put = |k: &str, v: String| {
+                table.table.insert(k.to_owned(), v);
+            };
+            put(
+                "brokerVersionDesc",
+                format!("ringmq {}", env!("CARGO_PKG_VERSION")),
+            );
+            put("brokerVersion", CURRENT_VERSION.to_string());
+            put("brokerName", config.broker_name.clone());
+            put("brokerClusterName", config.broker_cluster_name.clone());
+            put("shards", shard.shards().to_string());
+            put("bootTimestamp", shard.boot_timestamp_ms().to_string());
+            Ok(ok.with_body(body::encode(&table)?))
+        }
+        _ => Ok(not_supported(request)),
+    }
+}

@@ -1,0 +1,205 @@
+//! PULL_MESSAGE and LITE_PULL_MESSAGE, with long polling, on the queue's owner shard.
+//!
+//! Status rules follow the Java broker (DefaultMessageStore.getMessage, PullMessageProcessor):
+//! an empty queue, or an offset at the end, is PULL_NOT_FOUND (and suspends the request when
+//! it asked to); an offset below the minimum or past the end is PULL_OFFSET_MOVED with the
+//! offset to continue from; a read whose entries were all filtered out by tag is
+//! PULL_RETRY_IMMEDIATELY with the offset past them.
+
+use crate::broker::error::{BrokerError, BrokerResult};
+use crate::broker::shard_state::BrokerShard;
+use crate::broker::work::Origin;
+use crate::protocol::body::heartbeat::SubscriptionData;
+use crate::protocol::body::{MASTER_ID, PERM_READ};
+use crate::protocol::codes::response;
+use crate::protocol::command::RemotingCommand;
+use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
+use bytes::Bytes;
+use ringmq_shards::QueueReadRequest;
+use std::time::Duration;
+
+/// Pull sysFlag bits (`PullSysFlag`).
+const FLAG_COMMIT_OFFSET: i32 = 0x1;
+const FLAG_SUSPEND: i32 = 0x2;
+const FLAG_SUBSCRIPTION: i32 = 0x4;
+/// Longest a pull is held waiting for messages, whatever the client asks (Java clients ask
+/// 15 s for push consumers, 20 s for lite pull); past it a held pull costs a waiter slot for
+/// nothing.
+const SUSPEND_TIME_MAX: Duration = Duration::from_secs(30);
+/// Largest body one pull returns when the client sets no byte limit; Java's
+/// `maxTransferBytesOnMessageInMemory` is 256 KiB — ours serves from the hot tail too, and a
+/// larger budget lets catch-up reads move more per round trip.
+const PULL_BYTES_MAX_DEFAULT: usize = 1 << 20;
+
+/// What reading a queue found, before it becomes a response code.
+enum Found {
+    Messages(Vec<Bytes>),
+    /// Nothing to return yet: a long poll waits here.
+    NotFound,
+    /// Everything in range was filtered out: the client retries from `next` at once.
+    RetryImmediately,
+    OffsetMoved,
+}
+
+impl BrokerShard {
+    pub(crate) async fn serve_pull(
+        &self,
+        _origin: Origin,
+        request: &RemotingCommand,
+    ) -> BrokerResult<RemotingCommand> {
+        let header: PullMessageRequestHeader = request.decode_header()?;
+        let group = self
+            .subscription_group_for_pull(&header.consumer_group)
+            .await?;
+        if !group.consume_enable {
+            return Err(BrokerError::NoPermission(format!(
+                "subscription group no permission, {}",
+                header.consumer_group
+            )));
+        }
+        let topic = self
+            .topic(&header.topic)
+            .ok_or_else(|| BrokerError::TopicNotExist(header.topic.clone()))?;
+        if topic.perm & PERM_READ == 0 {
+            return Err(BrokerError::NoPermission(format!(
+                "the topic[{}] pulling message is forbidden",
+                header.topic
+            )));
+        }
+        if header.queue_id < 0 || header.queue_id >= topic.read_queue_nums {
+            return Err(BrokerError::Illegal(format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                header.queue_id, header.topic, topic.read_queue_nums, _origin.peer
+            )));
+        }
+        let filter = self.pull_filter(&header)?;
+        let tag_codes = filter.as_ref().and_then(SubscriptionData::code_filter);
+
+        let suspend = header.sys_flag & FLAG_SUSPEND != 0;
+        let (mut found, mut next, mut min, mut max) =
+            self.read_for_pull(&header, tag_codes.as_deref()).await?;
+        if suspend && matches!(found, Found::NotFound) {
+            let wait = Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
+                .min(SUSPEND_TIME_MAX);
+            let arrived =
+                self.store()
+                    .wait_for_offset(&header.topic, header.queue_id, header.queue_offset);
+            let timer = glommio::timer::Timer::new(wait);
+            futures_lite::future::or(async { arrived.await.map(|_| ()) }, async {
+                timer.await;
+                Ok(())
+            })
+            .await?;
+            (found, next, min, max) = self.read_for_pull(&header, tag_codes.as_deref()).await?;
+        }
+        // The commit offset travels with the pull (push consumers); Java stores it only when
+        // the broker may suspend the request, i.e. on the first execution.
+        if header.sys_flag & FLAG_COMMIT_OFFSET != 0 && header.commit_offset >= 0 {
+            self.store().set_consumer_offset(
+                &header.consumer_group,
+                &header.topic,
+                header.queue_id,
+                header.commit_offset,
+            )?;
+        }
+        let (code, body) = match found {
+            Found::Messages(records) => {
+                self.count_got(records.len());
+                (response::SUCCESS, super::concat_records(&records))
+            }
+            Found::NotFound => (response::PULL_NOT_FOUND, Bytes::new()),
+            Found::RetryImmediately => (response::PULL_RETRY_IMMEDIATELY, Bytes::new()),
+            Found::OffsetMoved => (response::PULL_OFFSET_MOVED, Bytes::new()),
+        };
+        let response_header = PullMessageResponseHeader {
+            suggest_which_broker_id: MASTER_ID,
+            next_begin_offset: next,
+            min_offset: min,
+            max_offset: max,
+            offset_delta: None,
+            topic_sys_flag: Some(topic.topic_sys_flag),
+            group_sys_flag: Some(group.group_sys_flag),
+            forbidden_type: None,
+        };
+        Ok(RemotingCommand::response_to(request, code, None)
+            .with_header(&response_header)
+            .with_body(body))
+    }
+
+    /// The subscription to filter by: the one in the request when it carries one (lite pull,
+    /// `postSubscriptionWhenPull`), else the group's from its heartbeats, as Java does.
+    fn pull_filter(
+        &self,
+        header: &PullMessageRequestHeader,
+    ) -> BrokerResult<Option<SubscriptionData>> {
+        if header.sys_flag & FLAG_SUBSCRIPTION != 0 {
+            let expression = header.subscription.as_deref().unwrap_or("*");
+            let data = SubscriptionData::from_expression(
+                &header.topic,
+                expression,
+                header.expression_type.as_deref(),
+            )
+            .map_err(|e| BrokerError::SubscriptionParseFailed(e.to_string()))?;
+            return Ok(Some(data));
+        }
+        let data = self
+            .group_subscription(&header.consumer_group, &header.topic)
+            .ok_or_else(|| BrokerError::SubscriptionNotExist {
+                group: header.consumer_group.clone(),
+                topic: header.topic.clone(),
+            })?;
+        if data.sub_version < header.sub_version {
+            return Err(BrokerError::SubscriptionNotLatest);
+        }
+        Ok(Some(data))
+    }
+
+    /// Reads the queue once: (what was found, next offset, min offset, max offset).
+    async fn read_for_pull(
+        &self,
+        header: &PullMessageRequestHeader,
+        tag_codes: Option<&[i32]>,
+    ) -> BrokerResult<(Found, i64, i64, i64)> {
+        let store = self.store();
+        let (topic, queue_id, offset) = (&header.topic[..], header.queue_id, header.queue_offset);
+        let min = store.min_offset(topic, queue_id);
+        let max = store.max_offset(topic, queue_id);
+        let at = |found, next| Ok((found, next, min, max));
+        if max == 0 {
+            // Java: NO_MESSAGE_IN_QUEUE is "moved" unless the client already asks for 0.
+            let found = if offset == 0 {
+                Found::NotFound
+            } else {
+                Found::OffsetMoved
+            };
+            return at(found, 0);
+        }
+        if offset < min {
+            return at(Found::OffsetMoved, min);
+        }
+        if offset == max {
+            return at(Found::NotFound, offset);
+        }
+        if offset > max {
+            return at(Found::OffsetMoved, if min == 0 { min } else { max });
+        }
+        let max_bytes = header
+            .max_msg_bytes
+            .filter(|&b| b > 0)
+            .map_or(PULL_BYTES_MAX_DEFAULT, |b| b as usize);
+        let read = store
+            .read_queue(QueueReadRequest {
+                topic,
+                queue_id,
+                offset,
+                max_count: header.max_msg_nums.max(1) as usize,
+                max_bytes,
+                tag_filter: tag_codes,
+            })
+            .await?;
+        if read.records.is_empty() {
+            return at(Found::RetryImmediately, read.next_offset);
+        }
+        at(Found::Messages(read.records), read.next_offset)
+    }
+}

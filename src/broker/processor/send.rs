@@ -1,0 +1,201 @@
+//! SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
+//!
+//! Split in two halves: the connection's shard checks the request, resolves (or auto-creates)
+//! the topic and picks a queue when the producer left it to the broker; the queue's owner
+//! shard stores the message(s) and answers (REMOTING.md §4.2).
+
+use crate::broker::error::{BrokerError, BrokerResult};
+use crate::broker::shard_state::BrokerShard;
+use crate::broker::work::Origin;
+use crate::protocol::body::{TopicConfig, PERM_WRITE};
+use crate::protocol::codes::{request as code, response};
+use crate::protocol::command::RemotingCommand;
+use crate::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
+use crate::protocol::message::record::{find_property, format_properties, property, Message};
+use crate::protocol::message::{decode_batch, OffsetMsgId};
+use bytes::Bytes;
+use ringmq_shards::AppendResult;
+
+/// Property the Java broker (4.9+) adds to every stored message: the cluster that stored it.
+const PROPERTY_CLUSTER: &str = "CLUSTER";
+/// What the Java broker answers in MSG_REGION when no region is configured.
+const REGION_DEFAULT: &str = "DefaultRegion";
+/// TRACE_ON as the Java broker answers by default (`traceOn`): clients may trace.
+const TRACE_ON: &str = "true";
+
+impl BrokerShard {
+    /// Connection-shard half: returns the owning shard and the request to give it (with the
+    /// queue id filled in when the producer asked the broker to choose).
+    pub(crate) async fn route_send(
+        &self,
+        request: &RemotingCommand,
+    ) -> BrokerResult<(usize, RemotingCommand)> {
+        let header = SendMessageRequestHeader::decode_from(request)?;
+        if self.config().broker_permission & PERM_WRITE == 0 {
+            return Err(BrokerError::NoPermission(format!(
+                "the broker[{}] sending message is forbidden",
+                self.config().broker_ip1
+            )));
+        }
+        let topic = self.topic_for_send(&header).await?;
+        if topic.perm & PERM_WRITE == 0 {
+            return Err(BrokerError::NoPermission(format!(
+                "the topic[{}] sending message is forbidden",
+                header.topic
+            )));
+        }
+        let queues = topic.write_queue_nums.max(topic.read_queue_nums);
+        let queue_id = if header.queue_id < 0 {
+            self.pick_queue(topic.write_queue_nums)
+        } else if header.queue_id >= queues {
+            return Err(BrokerError::Illegal(format!(
+                "request queueId[{}] is illegal, {} Producer: {}",
+                header.queue_id, header.topic, header.producer_group
+            )));
+        } else {
+            header.queue_id
+        };
+        let mut forwarded = request.clone();
+        if queue_id != header.queue_id {
+            let key = match request.code {
+                code::SEND_MESSAGE => "queueId",
+                _ => "e",
+            };
+            forwarded
+                .ext_fields
+                .insert(key.to_owned(), queue_id.to_string());
+        }
+        Ok((self.owner_of(&header.topic, queue_id), forwarded))
+    }
+
+    async fn topic_for_send(&self, header: &SendMessageRequestHeader) -> BrokerResult<TopicConfig> {
+        if let Some(topic) = self.topic(&header.topic) {
+            return Ok(topic);
+        }
+        self.create_topic_for_send(header)
+            .await?
+            .ok_or_else(|| BrokerError::TopicNotExist(header.topic.clone()))
+    }
+
+    /// Owner half: stores the message(s) of a request routed here and answers as Java does.
+    pub(crate) async fn serve_send(
+        &self,
+        origin: Origin,
+        request: &RemotingCommand,
+    ) -> BrokerResult<RemotingCommand> {
+        if self.is_stopping() {
+            return Err(BrokerError::ShuttingDown);
+        }
+        let header = SendMessageRequestHeader::decode_from(request)?;
+        let batch = request.code == code::SEND_BATCH_MESSAGE || header.batch == Some(true);
+        let messages = if batch {
+            self.batch_messages(origin, &header, request.body.clone())?
+        } else {
+            self.limits().check_body(request.body.len())?;
+            let properties = header.properties.as_deref().unwrap_or("");
+            vec![self.message(origin, &header, request.body.clone(), 0, properties)]
+        };
+        let results = self.store().append_batch(&messages).await?;
+        self.count_put(results.len(), results.iter().map(|r| r.wrote_bytes).sum());
+        Ok(self.send_response(request, &messages, &results))
+    }
+
+    fn batch_messages(
+        &self,
+        origin: Origin,
+        header: &SendMessageRequestHeader,
+        body: Bytes,
+    ) -> BrokerResult<Vec<Message>> {
+        let entries = decode_batch(body, self.limits())?;
+        if entries.is_empty() {
+            return Err(BrokerError::MessageIllegal("the batch is empty".into()));
+        }
+        entries
+            .into_iter()
+            .map(|entry| {
+                let properties = std::str::from_utf8(&entry.properties).map_err(|_| {
+                    BrokerError::MessageIllegal("batch entry properties are not UTF-8".into())
+                })?;
+                Ok(self.message(origin, header, entry.body, entry.flag, properties))
+            })
+            .collect()
+    }
+
+    /// One message as the store takes it; `flag` is the batch entry's (a single message's
+    /// comes from the header). Adds CLUSTER, and a UNIQ_KEY when the client sent none.
+    fn message(
+        &self,
+        origin: Origin,
+        header: &SendMessageRequestHeader,
+        body: Bytes,
+        entry_flag: i32,
+        properties: &str,
+    ) -> Message {
+        let mut pairs: Vec<(&str, &str)> =
+            crate::protocol::message::record::properties_iter(properties)
+                .filter(|(name, _)| *name != PROPERTY_CLUSTER)
+                .collect();
+        let uniq;
+        if find_property(properties, property::UNIQ_KEY).is_none() {
+            uniq = self.next_uniq_key();
+            pairs.push((property::UNIQ_KEY, &uniq));
+        }
+        pairs.push((PROPERTY_CLUSTER, &self.config().broker_cluster_name));
+        let flag = if entry_flag != 0 {
+            entry_flag
+        } else {
+            header.flag
+        };
+        Message {
+            topic: header.topic.clone(),
+            queue_id: header.queue_id,
+            flag,
+            sys_flag: header.sys_flag,
+            born_timestamp_ms: header.born_timestamp,
+            born_host: origin.peer,
+            reconsume_times: header.reconsume_times.unwrap_or(0),
+            prepared_transaction_offset: 0,
+            body,
+            properties: Bytes::from(format_properties(pairs)),
+        }
+    }
+
+    fn send_response(
+        &self,
+        request: &RemotingCommand,
+        messages: &[Message],
+        results: &[AppendResult],
+    ) -> RemotingCommand {
+        let store_host = self.store_host();
+        let msg_id = results
+            .iter()
+            .map(|r| {
+                OffsetMsgId {
+                    store_host,
+                    commit_log_offset: r.physical_offset,
+                }
+                .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let uniq_keys = messages
+            .iter()
+            .filter_map(|m| {
+                let props = std::str::from_utf8(&m.properties).ok()?;
+                find_property(props, property::UNIQ_KEY).map(str::to_owned)
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let header = SendMessageResponseHeader {
+            msg_id,
+            queue_id: messages[0].queue_id,
+            queue_offset: results[0].queue_offset,
+            transaction_id: Some(uniq_keys),
+            batch_uniq_id: None,
+            recall_handle: None,
+            msg_region: Some(REGION_DEFAULT.to_owned()),
+            trace_on: Some(TRACE_ON.to_owned()),
+        };
+        RemotingCommand::response_to(request, response::SUCCESS, None).with_header(&header)
+    }
+}

@@ -1,0 +1,311 @@
+//! Starting and stopping a broker: the data directory and its fixed shard count, one glommio
+//! executor pinned per core for each shard, the router mesh joining them, the listeners
+//! (SO_REUSEPORT: every shard accepts on the same ports), the per-shard background tasks,
+//! and the clean stop on SIGTERM/SIGINT (flush, persist offsets, unregister).
+
+use super::config::BrokerConfig;
+use super::control::subscription_groups::SubscriptionGroupTable;
+use super::control::topics::TopicTable;
+use super::control_plane::{snapshot_of, ControlPlane, ControlSnapshot};
+use super::router::{Router, RouterMesh};
+use super::shard_state::{BrokerShard, Store};
+use crate::server;
+use glommio::channels::shared_channel::{self, SharedReceiver, SharedSender};
+use glommio::net::TcpListener;
+use glommio::{LocalExecutorBuilder, Placement};
+use ringmq_shards::real_io::Durability;
+use ringmq_shards::{FlushMode, RealClock, RealDisk, Shard, ShardConfig};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// Memory each shard registers with io_uring for its DMA buffers. The default container
+/// memlock limit is 8 MiB (see kernel-config.md); 2 MiB per shard lets two shards and the
+/// embedded NameServer fit. On a host with a raised limit glommio could use more, but the
+/// commit log's own arena blocks are what carry the data.
+pub const SHARD_IO_MEMORY_BYTES: usize = 2 << 20;
+/// How long consume queues, the index and consumer offsets may lag the log on disk
+/// (RocketMQ flushes consume queues every second and persists offsets every 5 s).
+pub const PERSIST_INTERVAL: Duration = Duration::from_secs(1);
+/// How long the shards may take to open their stores and start listening.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+/// Ports below the VIP offset have no VIP port.
+const VIP_PORT_OFFSET: u16 = 2;
+const META_FILE: &str = "broker.meta";
+
+/// Why a broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("data directory {dir}: {reason}")]
+    DataDir { dir: PathBuf, reason: String },
+    #[error("shard {shard}: {reason}")]
+    Shard { shard: usize, reason: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Runs a broker until SIGTERM or SIGINT. `on_ready` runs once every shard listens.
+pub fn run(config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<(), StartError> {
+    let shards = config.shards;
+    check_shard_count(&config.store_path_root_dir, shards)?;
+    let config_dir = config.store_path_root_dir.join("config");
+    let topics = TopicTable::open(&config_dir, &config).map_err(|e| data_err(&config_dir, e))?;
+    let groups =
+        SubscriptionGroupTable::open(&config_dir, &config).map_err(|e| data_err(&config_dir, e))?;
+    let snapshot = Arc::new(snapshot_of(1, &topics, &groups, &Default::default()));
+    let config = Arc::new(config);
+
+    let signals = block_stop_signals();
+    let mesh = RouterMesh::new(shards);
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let mut stops = Vec::new();
+    let mut handles = Vec::new();
+    let mut tables = Some((topics, groups));
+    for (id, cpu) in shard_cpus(shards).into_iter().enumerate() {
+        let (stop_tx, stop_rx) = shared_channel::new_bounded::<()>(1);
+        stops.push(stop_tx);
+        let control_tables = if id == 0 { tables.take() } else { None };
+        let (config, snapshot, mesh, ready) = (
+            config.clone(),
+            snapshot.clone(),
+            mesh.clone(),
+            ready_tx.clone(),
+        );
+        let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+            .name(&format!("shard-{id}"))
+            .io_memory(SHARD_IO_MEMORY_BYTES)
+            .spawn(move || async move {
+                let started = start_shard(id, config, snapshot, control_tables, mesh).await;
+                match started {
+                    Ok((shard, bound)) => {
+                        let _ = ready.send(Ok(bound));
+                        wait_for_stop(stop_rx).await;
+                        stop_shard(&shard).await;
+                    }
+                    Err(err) => {
+                        let _ = ready.send(Err(err));
+                    }
+                }
+            })
+            .map_err(|e| StartError::Shard {
+                shard: id,
+                reason: e.to_string(),
+            })?;
+        handles.push(handle);
+    }
+    drop(ready_tx);
+    let mut bound = None;
+    for _ in 0..shards {
+        match ready_rx.recv_timeout(START_TIMEOUT) {
+            Ok(Ok(addr)) => bound = Some(addr),
+            Ok(Err(err)) => return Err(err),
+            Err(_) => return Err(StartError::Other("shards did not start in time".into())),
+        }
+    }
+    on_ready(bound.expect("at least one shard"));
+    let signal = wait_for_signal(&signals);
+    tracing::info!(
+        signal,
+        "stopping: flushing, persisting offsets, unregistering"
+    );
+    send_stops(stops);
+    for handle in handles {
+        let _ = handle.join();
+    }
+    Ok(())
+}
+
+fn data_err(dir: &Path, err: impl std::fmt::Display) -> StartError {
+    StartError::DataDir {
+        dir: dir.to_owned(),
+        reason: err.to_string(),
+    }
+}
+
+/// The shard count is fixed when the data directory is created: queues live on the shard
+/// `placement::owner_of` names, so reopening with another count would lose them.
+fn check_shard_count(dir: &Path, shards: usize) -> Result<(), StartError> {
+    std::fs::create_dir_all(dir).map_err(|e| data_err(dir, e))?;
+    let path = dir.join(META_FILE);
+    let expected = format!("shards={shards}\n");
+    match std::fs::read_to_string(&path) {
+        Ok(found) if found == expected => Ok(()),
+        Ok(found) => Err(data_err(
+            dir,
+            format!(
+                "it was created with {}; start with that --shards",
+                found.trim()
+            ),
+        )),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            crate::persist::replace(&path, expected.as_bytes()).map_err(|e| data_err(dir, e))
+        }
+        Err(err) => Err(data_err(dir, err)),
+    }
+}
+
+/// One CPU per shard from the CPUs this process may run on, in order (wrapping when there
+/// are more shards than CPUs).
+fn shard_cpus(shards: usize) -> Vec<usize> {
+    let allowed = allowed_cpus();
+    (0..shards).map(|i| allowed[i % allowed.len()]).collect()
+}
+
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&cpu| ok && unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect();
+    if cpus.is_empty() {
+        vec![0]
+    } else {
+        cpus
+    }
+}
+
+async fn start_shard(
+    id: usize,
+    config: Arc<BrokerConfig>,
+    snapshot: Arc<ControlSnapshot>,
+    control_tables: Option<(TopicTable, SubscriptionGroupTable)>,
+    mesh: RouterMesh,
+) -> Result<(Rc<BrokerShard>, SocketAddr), StartError> {
+    let fail = |reason: String| StartError::Shard { shard: id, reason };
+    let store = open_store(id, &config)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let control = control_tables.map(|(topics, groups)| ControlPlane::new(topics, groups));
+    let shard = BrokerShard::new(id, config.clone(), store, snapshot, control);
+    let serving = shard.clone();
+    let router = Router::join(mesh, move |_from, work| {
+        let shard = serving.clone();
+        async move { shard.serve_work(work).await }
+    })
+    .await
+    .map_err(|e| fail(e.to_string()))?;
+    shard.set_router(router);
+
+    spawn_background(&shard);
+    let bound = listen(&shard, config.listen).map_err(fail)?;
+    if let Some(vip) = vip_addr(bound) {
+        if let Err(err) = listen(&shard, vip) {
+            tracing::warn!(%vip, %err, "VIP port not served");
+        }
+    }
+    Ok((shard, bound))
+}
+
+async fn open_store(id: usize, config: &BrokerConfig) -> ringmq_shards::error::Result<Store> {
+    let dir = config.store_path_root_dir.join(format!("shard-{id}"));
+    std::fs::create_dir_all(&dir)?;
+    let dir = std::fs::canonicalize(&dir)?;
+    let mut shard_config = ShardConfig::new(dir, id as u16, config.advertised_addr());
+    shard_config.log.flush_mode = config.flush_mode;
+    shard_config.log.segment_bytes = config.commit_log_segment_bytes;
+    // SYNC_FLUSH acknowledges after the write is durable: O_DSYNC writes measured fastest
+    // for that (docs/STORAGE.md); ASYNC_FLUSH keeps write + fdatasync behind the acks.
+    let durability = match config.flush_mode {
+        FlushMode::SyncFlush => Durability::WriteThrough,
+        FlushMode::AsyncFlush => Durability::Fdatasync,
+    };
+    Shard::open(shard_config, RealDisk { durability }, RealClock).await
+}
+
+fn spawn_background(shard: &Rc<BrokerShard>) {
+    let s = shard.clone();
+    glommio::spawn_local(async move { s.store().run_flusher().await }).detach();
+    let s = shard.clone();
+    glommio::spawn_local(async move { s.store().run_persister(PERSIST_INTERVAL).await }).detach();
+    if shard.control().is_some() {
+        let s = shard.clone();
+        glommio::spawn_local(async move {
+            if let Some(control) = s.control() {
+                control.run_registration(&s).await;
+            }
+        })
+        .detach();
+        let s = shard.clone();
+        glommio::spawn_local(async move {
+            if let Some(control) = s.control() {
+                control.run_client_expiry(&s).await;
+            }
+        })
+        .detach();
+    }
+}
+
+fn listen(shard: &Rc<BrokerShard>, addr: SocketAddr) -> Result<SocketAddr, String> {
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    glommio::spawn_local(server::serve(listener, shard.clone())).detach();
+    Ok(bound)
+}
+
+fn vip_addr(bound: SocketAddr) -> Option<SocketAddr> {
+    let port = bound
+        .port()
+        .checked_sub(VIP_PORT_OFFSET)
+        .filter(|&p| p > 0)?;
+    Some(SocketAddr::new(bound.ip(), port))
+}
+
+async fn wait_for_stop(stop: SharedReceiver<()>) {
+    let stop = stop.connect().await;
+    let _ = stop.recv().await;
+}
+
+/// A clean stop: new sends are refused, the log is flushed, queues and offsets persisted,
+/// and shard 0 unregisters from the NameServers.
+async fn stop_shard(shard: &BrokerShard) {
+    shard.begin_stop();
+    if let Err(err) = shard.store().flush().await {
+        tracing::error!(shard = shard.id(), %err, "flush at stop failed");
+    }
+    if let Err(err) = shard.store().persist().await {
+        tracing::error!(shard = shard.id(), %err, "persist at stop failed");
+    }
+    if let Some(control) = shard.control() {
+        control.unregister(shard).await;
+    }
+}
+
+fn send_stops(stops: Vec<SharedSender<()>>) {
+    let sent = crate::client::block_on(async move {
+        for stop in stops {
+            let stop = stop.connect().await;
+            let _ = stop.send(()).await;
+        }
+    });
+    if let Err(err) = sent {
+        tracing::error!(%err, "could not tell the shards to stop");
+    }
+}
+
+/// Blocks SIGTERM and SIGINT in this thread (and the threads it starts after), so they
+/// are taken by `wait_for_signal` instead of killing the process mid-write.
+pub fn block_stop_signals() -> libc::sigset_t {
+    // SAFETY: plain libc signal-set calls on a zeroed, owned set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn wait_for_signal(set: &libc::sigset_t) -> i32 {
+    let mut signal = 0;
+    // SAFETY: `set` is a valid signal set; sigwait writes the signal number.
+    unsafe {
+        libc::sigwait(set, &mut signal);
+    }
+    signal
+}

@@ -1,0 +1,351 @@
+//! Small configuration files replaced crash-safely, and the versioned tables kept in them
+//! (the NameServer's kvConfig.json, the broker's topics.json and subscriptionGroup.json).
+//!
+//! A replace writes a new copy beside the file, fsyncs it, renames it over the old one and
+//! fsyncs the directory, so a crash leaves the old file or the new one, never a torn one; a
+//! torn `.tmp` copy left behind is never read. The files keep Apache's JSON shapes so either
+//! implementation reads the other's, which leaves no room for a checksum; the shape's own
+//! `dataVersion` counter is the sequence number. Apache's broker replaces its files
+//! differently (old content copied to `.bak`, file deleted, `.tmp` renamed), so a directory
+//! Apache crashed in may hold only the `.bak`: [`read`] falls back to it, as Apache's
+//! `ConfigManager.load` does.
+
+use crate::protocol::body::DataVersion;
+use crate::protocol::fastjson::FastjsonError;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a persisted table could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Format { path: String, source: FastjsonError },
+    #[error("{path}: holds {entries} entries, more than the {entries_max} allowed")]
+    TooManyEntries {
+        path: String,
+        entries: usize,
+        entries_max: usize,
+    },
+}
+
+/// Replaces `path` with `bytes` crash-safely (see the module doc). Blocking I/O: callers use
+/// it for small files that change on admin commands or topic creation, not per message.
+pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let tmp = sibling(path, ".tmp");
+    let mut out = std::fs::File::create(&tmp)?;
+    out.write_all(bytes)?;
+    out.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir).and_then(|d| d.sync_all())
+}
+
+/// What [`read`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// Neither the file nor Apache's backup exists, or both are empty: a first start.
+    Absent,
+    /// The bytes to decode, and the file they came from (the file itself or its `.bak`).
+    Found { bytes: Vec<u8>, from: PathBuf },
+}
+
+/// Reads `path`, or Apache's `path.bak` when `path` is missing or empty.
+pub fn read(path: &Path) -> std::io::Result<Stored> {
+    for candidate in [path.to_path_buf(), sibling(path, ".bak")] {
+        match std::fs::read(&candidate) {
+            Ok(bytes) if !bytes.is_empty() => {
+                return Ok(Stored::Found {
+                    bytes,
+                    from: candidate,
+                })
+            }
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(Stored::Absent)
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Java's `DataVersion.nextVersion()`: the counter moves on, the timestamp is now, the state
+/// version resets to 0.
+pub fn next_version(version: DataVersion, now_ms: i64) -> DataVersion {
+    DataVersion {
+        counter: version.counter + 1,
+        state_version: 0,
+        timestamp: now_ms,
+    }
+}
+
+/// A table's entries by name.
+pub type Entries<V> = BTreeMap<String, V>;
+/// A table's entries and version: what its file holds.
+pub type Contents<V> = (Entries<V>, DataVersion);
+
+/// How a table's file is written and read: its JSON shape, given the entries and version.
+pub struct FileShape<V> {
+    pub encode: fn(&Entries<V>, &DataVersion) -> Result<Vec<u8>, FastjsonError>,
+    pub decode: fn(&[u8]) -> Result<Contents<V>, FastjsonError>,
+}
+
+/// A read-only copy of a table for the other shards: plain data, cheap to clone (the entries
+/// are shared). Of two snapshots, the one with the higher counter is the newer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot<V> {
+    pub data_version: DataVersion,
+    pub entries: Arc<Entries<V>>,
+}
+
+impl<V> Snapshot<V> {
+    pub fn get(&self, name: &str) -> Option<&V> {
+        self.entries.get(name)
+    }
+}
+
+/// A named-entry table with a data version, written through to its file on every change.
+/// A change that cannot be persisted is undone, so memory never runs ahead of the disk.
+/// Single-threaded and synchronous: the control plane's owner (shard 0) holds it alone.
+pub struct PersistedTable<V> {
+    path: PathBuf,
+    shape: FileShape<V>,
+    entries: BTreeMap<String, V>,
+    entries_max: usize,
+    data_version: DataVersion,
+}
+
+impl<V: Clone> PersistedTable<V> {
+    /// Starts from `defaults` and lays the file's entries and version over them, as Apache's
+    /// managers do (their constructors put the system entries, `load` then `putAll`s the
+    /// file). A missing file leaves the defaults with version 0.
+    pub fn open(
+        path: PathBuf,
+        shape: FileShape<V>,
+        defaults: BTreeMap<String, V>,
+        entries_max: usize,
+    ) -> Result<Self, PersistError> {
+        let mut table = Self {
+            path,
+            shape,
+            entries: defaults,
+            entries_max,
+            data_version: DataVersion::default(),
+        };
+        let stored = read(&table.path).map_err(|source| table.io_error(source))?;
+        if let Stored::Found { bytes, from } = stored {
+            let (entries, data_version) =
+                (table.shape.decode)(&bytes).map_err(|source| PersistError::Format {
+                    path: from.display().to_string(),
+                    source,
+                })?;
+            table.entries.extend(entries);
+            table.data_version = data_version;
+        }
+        if table.entries.len() > entries_max {
+            return Err(PersistError::TooManyEntries {
+                path: table.path.display().to_string(),
+                entries: table.entries.len(),
+                entries_max,
+            });
+        }
+        Ok(table)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&V> {
+        self.entries.get(name)
+    }
+
+    pub fn entries(&self) -> &BTreeMap<String, V> {
+        &self.entries
+    }
+
+    pub fn data_version(&self) -> DataVersion {
+        self.data_version
+    }
+
+    pub fn snapshot(&self) -> Snapshot<V> {
+        Snapshot {
+            data_version: self.data_version,
+            entries: Arc::new(self.entries.clone()),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Inserts or replaces `name`; `Ok(false)` when the table is full and `name` is new.
+    pub fn put(&mut self, name: &str, value: V, now_ms: i64) -> Result<bool, PersistError> {
+        if !self.entries.contains_key(name) && self.entries.len() >= self.entries_max {
+            return Ok(false);
+        }
+        let old = self.entries.insert(name.to_owned(), value);
+        self.commit(name, old, now_ms)?;
+        Ok(true)
+    }
+
+    /// Removes `name`; `Ok(None)` (and no new version) when it was not there.
+    pub fn remove(&mut self, name: &str, now_ms: i64) -> Result<Option<V>, PersistError> {
+        let Some(old) = self.entries.remove(name) else {
+            return Ok(None);
+        };
+        self.commit(name, Some(old.clone()), now_ms)?;
+        Ok(Some(old))
+    }
+
+    /// Moves the version on and writes the file; on failure puts `old` back under `name`
+    /// and keeps the previous version.
+    fn commit(&mut self, name: &str, old: Option<V>, now_ms: i64) -> Result<(), PersistError> {
+        let previous = self.data_version;
+        self.data_version = next_version(previous, now_ms);
+        if let Err(err) = self.write() {
+            match old {
+                Some(value) => self.entries.insert(name.to_owned(), value),
+                None => self.entries.remove(name),
+            };
+            self.data_version = previous;
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    fn write(&self) -> Result<(), PersistError> {
+        let bytes = (self.shape.encode)(&self.entries, &self.data_version).map_err(|source| {
+            PersistError::Format {
+                path: self.path.display().to_string(),
+                source,
+            }
+        })?;
+        replace(&self.path, &bytes).map_err(|source| self.io_error(source))
+    }
+
+    fn io_error(&self, source: std::io::Error) -> PersistError {
+        PersistError::Io {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// A fresh directory path for one test, named for it and this process; a copy left by an
+/// earlier run is removed first.
+#[cfg(test)]
+pub(crate) fn test_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ringmq-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::body::{decode, encode};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase", default)]
+    struct File {
+        data_version: DataVersion,
+        table: BTreeMap<String, i32>,
+    }
+
+    fn shape() -> FileShape<i32> {
+        FileShape {
+            encode: |table, version| {
+                encode(&File {
+                    data_version: *version,
+                    table: table.clone(),
+                })
+            },
+            decode: |bytes| decode::<File>(bytes).map(|f| (f.table, f.data_version)),
+        }
+    }
+
+    fn defaults() -> BTreeMap<String, i32> {
+        BTreeMap::from([("system".to_owned(), 1)])
+    }
+
+    #[test]
+    fn persists_every_change_and_reloads_over_the_defaults() {
+        let dir = test_dir("persist-roundtrip");
+        let path = dir.join("config").join("t.json");
+        let mut table = PersistedTable::open(path.clone(), shape(), defaults(), 10).unwrap();
+        assert_eq!(table.data_version(), DataVersion::default());
+        assert!(table.put("a", 5, 100).unwrap());
+        assert!(table.put("system", 2, 200).unwrap());
+        assert_eq!(table.remove("missing", 300).unwrap(), None);
+        assert_eq!(table.data_version().counter, 2);
+        assert_eq!(table.data_version().timestamp, 200);
+        let reloaded = PersistedTable::open(path.clone(), shape(), defaults(), 10).unwrap();
+        assert_eq!(reloaded.entries(), table.entries());
+        assert_eq!(reloaded.data_version(), table.data_version());
+        assert!(!sibling(&path, ".tmp").exists());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn ignores_a_torn_tmp_and_falls_back_to_apaches_bak() {
+        let dir = test_dir("persist-torn");
+        let path = dir.join("t.json");
+        std::fs::create_dir_all(&dir).unwrap();
+        // A crash mid-write leaves half a tmp copy beside the intact file.
+        std::fs::write(&path, br#"{"dataVersion":{"counter":4},"table":{"a":1}}"#).unwrap();
+        std::fs::write(sibling(&path, ".tmp"), br#"{"dataVersion":{"cou"#).unwrap();
+        let table = PersistedTable::open(path.clone(), shape(), defaults(), 10).unwrap();
+        assert_eq!(table.get("a"), Some(&1));
+        assert_eq!(table.data_version().counter, 4);
+        // Apache deletes the file before renaming its tmp over it: only the .bak is left.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(sibling(&path, ".bak"), br#"{"table":{"b":2}}"#).unwrap();
+        let table = PersistedTable::open(path.clone(), shape(), defaults(), 10).unwrap();
+        assert_eq!((table.get("a"), table.get("b")), (None, Some(&2)));
+        std::fs::write(&path, b"{broken").unwrap();
+        assert!(matches!(
+            PersistedTable::open(path, shape(), defaults(), 10),
+            Err(PersistError::Format { .. })
+        ));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bounds_the_entries_and_undoes_a_change_that_cannot_be_written() {
+        let dir = test_dir("persist-bounds");
+        let path = dir.join("t.json");
+        let mut table = PersistedTable::open(path.clone(), shape(), defaults(), 2).unwrap();
+        assert!(table.put("a", 1, 1).unwrap());
+        assert!(!table.put("b", 1, 2).unwrap());
+        assert!(table.put("a", 3, 3).unwrap());
+        assert!(matches!(
+            PersistedTable::open(path.clone(), shape(), defaults(), 1),
+            Err(PersistError::TooManyEntries { entries: 2, .. })
+        ));
+        // A directory where the file should be makes the rename fail.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir_all(path.join("blocker")).unwrap();
+        let version = table.data_version();
+        assert!(matches!(table.remove("a", 4), Err(PersistError::Io { .. })));
+        assert_eq!(table.get("a"), Some(&3));
+        assert_eq!(table.data_version(), version);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

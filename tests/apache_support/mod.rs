@@ -1,0 +1,221 @@
+//! Apache RocketMQ 5.3.3's NameServer and broker, run from the Maven jars of
+//! `tests/apache_support/pom.xml` (resolved offline; `scripts/fetch-deps.sh` fetches them),
+//! plus Apache's mqadmin against them. Each JVM is killed on drop, even when a test fails.
+//! Needs Java 17+. Tests that use it include `namesrv_support` too (for `maven_classpath`).
+#![allow(dead_code)] // each test binary uses its own subset of these helpers
+
+use crate::namesrv_support::{maven_classpath, EVENT_DEADLINE};
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+
+/// The broker's name and cluster in the config written here.
+pub const BROKER_NAME: &str = "broker-a";
+pub const CLUSTER: &str = "DefaultCluster";
+
+/// A small commit-log file, so the broker's store stays small in the temp directory.
+const COMMIT_LOG_FILE_BYTES: u64 = 16 << 20;
+/// Heap of each JVM; the defaults would take a quarter of the machine.
+const JVM_HEAP: &str = "-Xmx512m";
+/// How many random ports to try for the broker's three adjacent ports.
+const PORT_ATTEMPTS: usize = 50;
+/// What the broker logs once the NameServer has its registration. Its first registration
+/// often comes from a timer 10 s after "boot success" (the one made while starting finds no
+/// NameServer connected yet), so tests wait for this instead.
+const REGISTERED: &str = "Registering current broker to name server completed";
+
+/// Logging config for every JVM (passed as `rmq.logback.configurationFile`, the property of
+/// RocketMQ's shaded logback): warnings, and the broker's own log, to stderr, which the tests
+/// read for [`REGISTERED`]; stdout keeps only what the tools print. Without it the JVMs log to
+/// files under user.home, and the broker jar's config makes mqadmin print logback's status
+/// on stdout.
+const LOGBACK_XML: &str = r#"<configuration>
+  <appender name="STDERR" class="org.apache.rocketmq.logging.ch.qos.logback.core.ConsoleAppender">
+    <target>System.err</target>
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level %logger - %msg%n</pattern></encoder>
+  </appender>
+  <logger name="RocketmqBroker" level="INFO" additivity="false"><appender-ref ref="STDERR"/></logger>
+  <!-- Warns every second that POP revive is off with the timer wheel (off here: smaller store). -->
+  <logger name="RocketmqPop" level="ERROR"/>
+  <root level="WARN"><appender-ref ref="STDERR"/></root>
+</configuration>
+"#;
+
+/// A directory removed on drop (ROCKETMQ_HOME, configs, the store, the JVMs' logs).
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("ringmq-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running JVM, killed on drop.
+struct Jvm(Child);
+
+impl Drop for Jvm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An Apache NameServer and one master broker registered with it.
+pub struct ApacheCluster {
+    // Field order is drop order: the broker stops before its NameServer, and both before
+    // their directory is removed.
+    broker: Jvm,
+    namesrv: Jvm,
+    pub namesrv_addr: String,
+    pub broker_addr: String,
+    classpath: String,
+    home: TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A port P such that P-2 (the broker's "fast" listener), P and P+1 (its HA listener) are free.
+fn free_broker_port() -> u16 {
+    for _ in 0..PORT_ATTEMPTS {
+        let port = free_port();
+        let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if port > 2 && port < u16::MAX && free(port - 2) && free(port) && free(port + 1) {
+            return port;
+        }
+    }
+    panic!("no three free ports for the broker after {PORT_ATTEMPTS} tries");
+}
+
+impl ApacheCluster {
+    pub fn start() -> Self {
+        let home = TempDir::new("apache-broker");
+        let classpath = maven_classpath("apache_support");
+        std::fs::write(home.0.join("logback.xml"), LOGBACK_XML).unwrap();
+        let namesrv_port = free_port();
+        let namesrv_conf = home.0.join("namesrv.properties");
+        std::fs::write(&namesrv_conf, format!("listenPort={namesrv_port}\n")).unwrap();
+        let namesrv_addr = format!("127.0.0.1:{namesrv_port}");
+        let namesrv = spawn_until(
+            java(&classpath, &home.0)
+                .arg("org.apache.rocketmq.namesrv.NamesrvStartup")
+                .arg("-c")
+                .arg(&namesrv_conf),
+            "boot success",
+        );
+
+        let broker_port = free_broker_port();
+        let store = home.0.join("store");
+        let broker_conf = home.0.join("broker.conf");
+        std::fs::write(
+            &broker_conf,
+            format!(
+                "brokerClusterName={CLUSTER}\nbrokerName={BROKER_NAME}\nbrokerId=0\n\
+                 listenPort={broker_port}\nbrokerIP1=127.0.0.1\nnamesrvAddr={namesrv_addr}\n\
+                 storePathRootDir={store}\nstorePathCommitLog={store}/commitlog\n\
+                 autoCreateTopicEnable=true\nmappedFileSizeCommitLog={COMMIT_LOG_FILE_BYTES}\n\
+                 timerWheelEnable=false\n",
+                store = store.display()
+            ),
+        )
+        .unwrap();
+        let broker = spawn_until(
+            java(&classpath, &home.0)
+                .arg("org.apache.rocketmq.broker.BrokerStartup")
+                .arg("-c")
+                .arg(&broker_conf),
+            REGISTERED,
+        );
+        Self {
+            broker,
+            namesrv,
+            namesrv_addr,
+            broker_addr: format!("127.0.0.1:{broker_port}"),
+            classpath,
+            home,
+        }
+    }
+
+    /// Runs Apache's `mqadmin <args> -n <this NameServer>` and returns its standard output.
+    pub fn mqadmin(&self, args: &[&str]) -> String {
+        let output = java(&self.classpath, &self.home.0)
+            .arg("org.apache.rocketmq.tools.command.MQAdminStartup")
+            .args(args)
+            .args(["-n", &self.namesrv_addr])
+            .output()
+            .expect("run mqadmin");
+        assert!(
+            output.status.success(),
+            "mqadmin {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("utf-8 output")
+    }
+}
+
+/// `java` with the jars, a bounded heap, and ROCKETMQ_HOME and user.home (where the JVMs put
+/// their logs and stores) in `home`.
+fn java(classpath: &str, home: &Path) -> Command {
+    let mut command = Command::new("java");
+    command
+        .arg(JVM_HEAP)
+        .arg(format!("-Duser.home={}", home.display()))
+        .arg(format!(
+            "-Drmq.logback.configurationFile={}",
+            home.join("logback.xml").display()
+        ))
+        .arg("-cp")
+        .arg(classpath)
+        .env("ROCKETMQ_HOME", home);
+    command
+}
+
+/// Starts `command` and waits (up to [`EVENT_DEADLINE`]) for a line containing `ready` on
+/// its stdout or stderr; both keep being drained (stderr's warnings echoed) afterwards.
+fn spawn_until(command: &mut Command, ready: &'static str) -> Jvm {
+    let mut child = Jvm(command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run java"));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stdout = child.0.stdout.take().unwrap();
+    let stderr = child.0.stderr.take().unwrap();
+    let pipes: [(Box<dyn std::io::Read + Send>, bool); 2] =
+        [(Box::new(stdout), false), (Box::new(stderr), true)];
+    for (pipe, echo) in pipes {
+        let ready_tx = ready_tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                // The broker's INFO lines (its whole config among them) are only waited on.
+                if echo && !line.contains(" INFO ") {
+                    eprintln!("[apache] {line}");
+                }
+                if line.contains(ready) {
+                    let _ = ready_tx.send(line);
+                }
+            }
+        });
+    }
+    let line = ready_rx
+        .recv_timeout(EVENT_DEADLINE)
+        .unwrap_or_else(|err| panic!("no {ready:?} from {command:?}: {err}"));
+    eprintln!("[apache] ready: {line}");
+    child
+}
