@@ -2,7 +2,8 @@
 //! shards: sync, async, oneway and batch sends consumed intact by a clustering push consumer
 //! with a tag subscription; messages and consumer offsets across a clean restart (SIGTERM) and
 //! a crash (SIGKILL after SEND_OK under SYNC_FLUSH); two consumers of a group splitting the
-//! queues and one taking over when the other stops. The checks are in tests/compat/java/src
+//! queues and one taking over when the other stops; the same over the VIP channel; RECONSUME_LATER
+//! redelivered through the group's retry topic after its delay. The checks are in tests/compat/java/src
 //! (one scenario per subcommand); tests/compat/java/run-against-apache.sh runs the same
 //! scenarios against Apache RocketMQ itself.
 //!
@@ -152,6 +153,30 @@ fn messages_and_consumer_offsets_survive_a_clean_restart() {
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn messages_acknowledged_under_sync_flush_survive_a_kill() {
     restart_scenario(SYNC_FLUSH, Standalone::kill, true);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn clients_with_the_vip_channel_send_and_consume_on_the_port_below() {
+    let java = JavaScenarios::compile();
+    let broker = Standalone::start(SHARDS);
+    java.run(
+        "produce-consume",
+        &broker,
+        &RunNames::new("vip"),
+        &["--vip"],
+    );
+}
+
+/// Skipped by scripts/test.sh until the broker has CONSUMER_SEND_MSG_BACK and delay levels
+/// (finding 3 in the compat notes): ringmq answers REQUEST_CODE_NOT_SUPPORTED and stores the
+/// client's fallback copy without its delay.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn reconsume_later_redelivers_through_the_retry_topic_after_the_delay() {
+    let java = JavaScenarios::compile();
+    let broker = Standalone::start(SHARDS);
+    java.run("retry", &broker, &RunNames::new("retry"), &[]);
 }
 
 #[test]

@@ -5,13 +5,14 @@
 # passing here is evidence that it checks RocketMQ behaviour, not a ringmq quirk; the Rust
 # test tests/compat_java_client.rs runs the same scenarios against `ringmq standalone`.
 #
-# Usage: tests/compat/java/run-against-apache.sh [produce-consume|restart|restart-crash|rebalance]...
-# (default: all four). Needs Java 17+ and the jars in ~/.m2 (scripts/fetch-deps.sh fetches
+# Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
+# produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry (default: all). Needs Java 17+ and the jars in ~/.m2 (scripts/fetch-deps.sh fetches
 # them); runs offline. Exits non-zero if any scenario fails. Leaves nothing running.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(produce-consume restart restart-crash rebalance)
+[ ${#scenarios[@]} -gt 0 ] ||
+    scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
@@ -128,9 +129,13 @@ for scenario in "${scenarios[@]}"; do
     topic="CompatTopic_$run" group="CompatGroup_$run" store="$work/store-$run"
     echo "== $scenario against Apache RocketMQ =="
     case "$scenario" in
-    produce-consume | rebalance)
+    produce-consume | rebalance | retry)
         start_broker "$store" ASYNC_FLUSH
         run_java "$scenario" "$topic" "$group" || failed=1
+        ;;
+    produce-consume-vip)
+        start_broker "$store" ASYNC_FLUSH
+        run_java produce-consume "$topic" "$group" --vip || failed=1
         ;;
     restart | restart-crash)
         flush=ASYNC_FLUSH signal=TERM crash=()

@@ -5,6 +5,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.impl.MQClientAPIImpl;
@@ -44,6 +45,7 @@ final class Clients {
         DefaultMQProducer producer = new DefaultMQProducer("P_" + a.group());
         producer.setNamesrvAddr(a.namesrv());
         producer.setInstanceName(instance);
+        producer.setVipChannelEnabled(a.vip());
         producer.setPollNameServerInterval(CLIENT_PERIOD_MS);
         producer.setHeartbeatBrokerInterval(CLIENT_PERIOD_MS);
         producer.setSendMsgTimeout(REQUEST_TIMEOUT_MS);
@@ -54,19 +56,26 @@ final class Clients {
         return producer;
     }
 
-    /** A clustering push consumer of `a.group()` for `tags`, not yet started. */
+    /** A clustering push consumer of `group` for `tags`, recording into `received`. */
     static DefaultMQPushConsumer consumer(RingmqCompat.Args a, String group, String instance,
             String tags, Received received) throws Exception {
+        return consumer(a, group, instance, tags, received.listener(instance));
+    }
+
+    /** A clustering push consumer of `group` for `tags` with `listener`, not yet started. */
+    static DefaultMQPushConsumer consumer(RingmqCompat.Args a, String group, String instance,
+            String tags, MessageListenerConcurrently listener) throws Exception {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(a.namesrv());
         consumer.setInstanceName(instance);
+        consumer.setVipChannelEnabled(a.vip());
         consumer.setMessageModel(MessageModel.CLUSTERING);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.setPollNameServerInterval(CLIENT_PERIOD_MS);
         consumer.setHeartbeatBrokerInterval(CLIENT_PERIOD_MS);
         consumer.setPersistConsumerOffsetInterval(PERSIST_OFFSET_MS);
         consumer.subscribe(a.topic(), tags);
-        consumer.registerMessageListener(received.listener(instance));
+        consumer.registerMessageListener(listener);
         return consumer;
     }
 

@@ -9,8 +9,8 @@ import org.apache.rocketmq.common.message.MessageExt;
 
 /** Every delivery to the push consumers of one scenario, keyed by msgId; waits are on arrival. */
 final class Received {
-    /** One delivery: the message and the consumer (instance name) it went to. */
-    record Delivery(MessageExt msg, String consumer) {
+    /** One delivery: the message, the consumer (instance name) it went to, when (ms). */
+    record Delivery(MessageExt msg, String consumer, long atMs) {
     }
 
     private final Map<String, List<Delivery>> byMsgId = new HashMap<>();
@@ -18,33 +18,59 @@ final class Received {
     /** The listener for consumer `name`: records each message, then acknowledges it. */
     MessageListenerConcurrently listener(String name) {
         return (msgs, context) -> {
-            synchronized (this) {
-                for (MessageExt msg : msgs) {
-                    byMsgId.computeIfAbsent(msg.getMsgId(), id -> new ArrayList<>())
-                            .add(new Delivery(msg, name));
-                }
-                notifyAll();
+            record(msgs, name);
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        };
+    }
+
+    /**
+     * The listener for consumer `name` that asks for each message again once: the first
+     * delivery (reconsumeTimes 0) answers RECONSUME_LATER with `delayLevel`, later ones succeed.
+     */
+    MessageListenerConcurrently listenerRetryingOnce(String name, int delayLevel) {
+        return (msgs, context) -> {
+            record(msgs, name);
+            if (msgs.stream().anyMatch(msg -> msg.getReconsumeTimes() == 0)) {
+                context.setDelayLevelWhenNextConsume(delayLevel);
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER;
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         };
     }
 
+    private synchronized void record(List<MessageExt> msgs, String consumer) {
+        for (MessageExt msg : msgs) {
+            byMsgId.computeIfAbsent(msg.getMsgId(), id -> new ArrayList<>())
+                    .add(new Delivery(msg, consumer, System.currentTimeMillis()));
+        }
+        notifyAll();
+    }
+
     /** Waits up to `timeoutMs` until each of `sent` was delivered at least once, else aborts. */
-    synchronized void awaitAll(String what, Collection<Sent> sent, long timeoutMs)
+    void awaitAll(String what, Collection<Sent> sent, long timeoutMs)
             throws InterruptedException {
+        awaitDeliveries(what, sent, 1, timeoutMs);
+    }
+
+    /** Waits up to `timeoutMs` until each of `sent` was delivered `times` times, else aborts. */
+    synchronized void awaitDeliveries(String what, Collection<Sent> sent, int times,
+            long timeoutMs) throws InterruptedException {
         long deadline = System.currentTimeMillis() + timeoutMs;
         while (true) {
-            long missing = sent.stream().filter(s -> !byMsgId.containsKey(s.msgId())).count();
-            if (missing == 0) {
-                System.out.println("ok   " + what + ": all " + sent.size() + " delivered");
+            List<Sent> missing = sent.stream()
+                    .filter(s -> byMsgId.getOrDefault(s.msgId(), List.of()).size() < times)
+                    .toList();
+            if (missing.isEmpty()) {
+                System.out.println("ok   " + what + ": all " + sent.size() + " delivered"
+                        + (times > 1 ? " " + times + " times" : ""));
                 return;
             }
             long left = deadline - System.currentTimeMillis();
             if (left <= 0) {
-                sent.stream().filter(s -> !byMsgId.containsKey(s.msgId()))
-                        .forEach(s -> System.out.println("     missing " + s));
-                throw new Check.Abort(what + ": " + missing + " of " + sent.size()
-                        + " not delivered within " + timeoutMs + " ms");
+                missing.forEach(s -> System.out.println("     missing " + s + " (delivered "
+                        + byMsgId.getOrDefault(s.msgId(), List.of()).size() + " times)"));
+                throw new Check.Abort(what + ": " + missing.size() + " of " + sent.size()
+                        + " not delivered " + times + " times within " + timeoutMs + " ms");
             }
             wait(left);
         }

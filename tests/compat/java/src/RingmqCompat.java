@@ -7,8 +7,10 @@ import java.util.Map;
  * each prints one line per check ("ok ..." or "FAIL ...") and exits non-zero on any mismatch,
  * with "ALL CHECKS PASSED" as its last line when all held.
  *
- * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE] [--crash]
- * Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance.
+ * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
+ * [--crash] [--vip]. Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance,
+ * retry. --crash: the broker was killed between the restart phases; --vip: clients use the
+ * broker's VIP channel (its port - 2) as clients with vipChannelEnabled do.
  */
 public final class RingmqCompat {
     /** Exit status when a check failed. */
@@ -32,7 +34,7 @@ public final class RingmqCompat {
         }
         Map<String, String> opts = options(args);
         Args a = new Args(need(opts, "--namesrv"), need(opts, "--topic"), need(opts, "--group"),
-                opts.get("--state"), opts.containsKey("--crash"));
+                opts.get("--state"), opts.containsKey("--crash"), opts.containsKey("--vip"));
         startWatchdog(args[0]);
         try {
             switch (args[0]) {
@@ -40,6 +42,7 @@ public final class RingmqCompat {
                 case "restart-phase1" -> Restart.phase1(a);
                 case "restart-phase2" -> Restart.phase2(a);
                 case "rebalance" -> Rebalance.run(a);
+                case "retry" -> Retry.run(a);
                 default -> usage("unknown scenario " + args[0]);
             }
         } catch (Check.Abort e) {
@@ -64,13 +67,14 @@ public final class RingmqCompat {
     }
 
     /** The scenario's arguments; topic and group are unique per run (the caller picks them). */
-    record Args(String namesrv, String topic, String group, String state, boolean crash) {
+    record Args(String namesrv, String topic, String group, String state, boolean crash,
+            boolean vip) {
     }
 
     private static Map<String, String> options(String[] args) {
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i < args.length; i++) {
-            if (args[i].equals("--crash")) {
+            if (args[i].equals("--crash") || args[i].equals("--vip")) {
                 opts.put(args[i], "");
             } else if (args[i].startsWith("--") && i + 1 < args.length) {
                 opts.put(args[i], args[++i]);
@@ -91,8 +95,8 @@ public final class RingmqCompat {
 
     private static void usage(String why) {
         System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
-                + "|restart-phase2|rebalance --namesrv HOST:PORT --topic T --group G"
-                + " [--state FILE] [--crash]");
+                + "|restart-phase2|rebalance|retry --namesrv HOST:PORT --topic T --group G"
+                + " [--state FILE] [--crash] [--vip]");
         System.out.flush();
         Runtime.getRuntime().halt(EXIT_ERROR);
     }

@@ -85,6 +85,14 @@ record Sent(String how, String msgId, String offsetMsgId, String brokerName, int
         return sent;
     }
 
+    /**
+     * This message as redelivered from the group's retry topic: same id, content and
+     * properties, but its queue, offset and offsetMsgId are the retry topic's.
+     */
+    Sent retried() {
+        return new Sent(how, msgId, null, null, UNKNOWN, UNKNOWN, tags, keys, body, props);
+    }
+
     /** The properties the application set (not the client's or broker's system ones). */
     private static TreeMap<String, String> userProps(Message msg) {
         TreeMap<String, String> props = new TreeMap<>();
