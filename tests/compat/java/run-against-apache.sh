@@ -69,21 +69,23 @@ jvm=(-Xmx512m -XX:MaxDirectMemorySize=512m -Duser.home="$home"
     --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
     --add-exports java.base/jdk.internal.ref=ALL-UNNAMED)
 
-# start_java NAME LOG MAIN ARGS... : runs a JVM in the background, waits for "boot success".
+# start_java NAME LOG MAIN ARGS... : runs a JVM in the background and waits (bounded) for its
+# "boot success" line; tail stops following when the JVM dies, so a failed start ends the wait.
 start_java() {
     local name="$1" log="$2"
     shift 2
+    : >"$log" # exists before tail opens it
     ROCKETMQ_HOME="$home" java "${jvm[@]}" -cp "$server_cp" "$@" >"$log" 2>&1 &
-    pids+=($!)
-    local pid=$!
-    for _ in $(seq 1 $((BOOT_WAIT_SECS * 5))); do
-        grep -q "boot success" "$log" && { echo "$name up (pid $pid)"; last_pid=$pid; return; }
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.2
-    done
-    cat "$log"
-    echo "$name did not boot" >&2
-    return 1
+    last_pid=$!
+    pids+=("$last_pid")
+    if timeout "$BOOT_WAIT_SECS" grep -q -m1 "boot success" \
+        <(tail -n +1 -f --pid="$last_pid" "$log"); then
+        echo "$name up (pid $last_pid)"
+    else
+        cat "$log"
+        echo "$name did not boot" >&2
+        return 1
+    fi
 }
 
 namesrv_port="$(free_port)"
