@@ -3,7 +3,8 @@
 //! with a tag subscription; messages and consumer offsets across a clean restart (SIGTERM) and
 //! a crash (SIGKILL after SEND_OK under SYNC_FLUSH); two consumers of a group splitting the
 //! queues and one taking over when the other stops; the same over the VIP channel; RECONSUME_LATER
-//! redelivered through the group's retry topic after its delay. The checks are in tests/compat/java/src
+//! redelivered through the group's retry topic after its delay; an orderly consumer (queue
+//! locks) getting each order's messages in sequence. The checks are in tests/compat/java/src
 //! (one scenario per subcommand); tests/compat/java/run-against-apache.sh runs the same
 //! scenarios against Apache RocketMQ itself.
 //!
@@ -177,6 +178,14 @@ fn reconsume_later_redelivers_through_the_retry_topic_after_the_delay() {
     let java = JavaScenarios::compile();
     let broker = Standalone::start(SHARDS);
     java.run("retry", &broker, &RunNames::new("retry"), &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn an_orderly_consumer_locks_its_queues_and_gets_each_order_in_sequence() {
+    let java = JavaScenarios::compile();
+    let broker = Standalone::start(SHARDS);
+    java.run("orderly", &broker, &RunNames::new("orderly"), &[]);
 }
 
 #[test]

@@ -5,7 +5,9 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.MessageListener;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.impl.MQClientAPIImpl;
@@ -62,9 +64,12 @@ final class Clients {
         return consumer(a, group, instance, tags, received.listener(instance));
     }
 
-    /** A clustering push consumer of `group` for `tags` with `listener`, not yet started. */
+    /**
+     * A clustering push consumer of `group` for `tags` with `listener` (concurrently or
+     * orderly), not yet started.
+     */
     static DefaultMQPushConsumer consumer(RingmqCompat.Args a, String group, String instance,
-            String tags, MessageListenerConcurrently listener) throws Exception {
+            String tags, MessageListener listener) throws Exception {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(a.namesrv());
         consumer.setInstanceName(instance);
@@ -75,7 +80,11 @@ final class Clients {
         consumer.setHeartbeatBrokerInterval(CLIENT_PERIOD_MS);
         consumer.setPersistConsumerOffsetInterval(PERSIST_OFFSET_MS);
         consumer.subscribe(a.topic(), tags);
-        consumer.registerMessageListener(listener);
+        if (listener instanceof MessageListenerOrderly orderly) {
+            consumer.registerMessageListener(orderly);
+        } else {
+            consumer.registerMessageListener((MessageListenerConcurrently) listener);
+        }
         return consumer;
     }
 

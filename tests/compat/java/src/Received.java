@@ -4,7 +4,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /** Every delivery to the push consumers of one scenario, keyed by msgId; waits are on arrival. */
@@ -14,6 +16,7 @@ final class Received {
     }
 
     private final Map<String, List<Delivery>> byMsgId = new HashMap<>();
+    private final List<Delivery> ordered = new ArrayList<>();
 
     /** The listener for consumer `name`: records each message, then acknowledges it. */
     MessageListenerConcurrently listener(String name) {
@@ -38,10 +41,24 @@ final class Received {
         };
     }
 
+    /** An orderly listener for consumer `name`: records each message, then acknowledges it. */
+    MessageListenerOrderly orderlyListener(String name) {
+        return (msgs, context) -> {
+            record(msgs, name);
+            return ConsumeOrderlyStatus.SUCCESS;
+        };
+    }
+
+    /** Every delivery so far, in the order the listeners were called. */
+    synchronized List<Delivery> inOrder() {
+        return List.copyOf(ordered);
+    }
+
     private synchronized void record(List<MessageExt> msgs, String consumer) {
         for (MessageExt msg : msgs) {
-            byMsgId.computeIfAbsent(msg.getMsgId(), id -> new ArrayList<>())
-                    .add(new Delivery(msg, consumer, System.currentTimeMillis()));
+            Delivery delivery = new Delivery(msg, consumer, System.currentTimeMillis());
+            byMsgId.computeIfAbsent(msg.getMsgId(), id -> new ArrayList<>()).add(delivery);
+            ordered.add(delivery);
         }
         notifyAll();
     }
