@@ -10,6 +10,7 @@ import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
 
 /**
  * Sync, async, oneway and batch sends, then one clustering push consumer subscribed to
@@ -22,6 +23,10 @@ final class ProduceConsume {
     static final int FILTERED = 8;
     /** Bound on waiting for every message to be delivered. */
     static final long DELIVERY_WAIT_MS = 90_000;
+    /** Messages looked up by id and key after consumption (the first is the large one). */
+    static final int LOOKUPS = 4;
+    /** At most this many messages per lookup answer; a key names one message here. */
+    static final int LOOKUP_RESULTS_MAX = 32;
     /** The consumer's subscription; sends alternate between its two tags. */
     static final String SUBSCRIPTION = "TagA || TagB";
 
@@ -62,9 +67,41 @@ final class ProduceConsume {
                 .filter(s -> !received.of(s.msgId()).isEmpty()).count();
         Check.equal(0L, filteredDelivered, "TagC messages delivered to a TagA || TagB consumer");
         Check.equal(expected.size(), received.all().size(), "distinct messages delivered");
+        checkLookups(producer, a.topic(), expected.subList(0, LOOKUPS));
 
         consumer.shutdown();
         producer.shutdown();
+    }
+
+    /**
+     * The client's lookups find each of `sent` intact: by offsetMsgId (VIEW_MESSAGE_BY_ID), by
+     * key and by the client's msgId (QUERY_MESSAGE on the broker's index).
+     */
+    static void checkLookups(DefaultMQProducer producer, String topic, List<Sent> sent)
+            throws Exception {
+        List<String> diffs = new ArrayList<>();
+        for (Sent s : sent) {
+            Sent stored = s.lookedUp();
+            MessageExt viewed = producer.viewMessage(s.offsetMsgId());
+            stored.mismatches(topic, viewed).forEach(d -> diffs.add("view " + s.msgId() + ": " + d));
+            String key = s.keys().split(" ")[0];
+            List<MessageExt> byKey = producer.queryMessage(topic, key, LOOKUP_RESULTS_MAX, 0,
+                    Long.MAX_VALUE).getMessageList();
+            if (byKey.size() != 1) {
+                diffs.add("query by key " + key + ": " + byKey.size() + " messages, expected 1");
+            } else {
+                stored.mismatches(topic, byKey.get(0)).forEach(d -> diffs.add("key " + key + ": " + d));
+            }
+            MessageExt byId = producer.getDefaultMQProducerImpl()
+                    .queryMessageByUniqKey(topic, s.msgId());
+            if (byId == null) {
+                diffs.add("query by msgId " + s.msgId() + ": not found");
+            } else {
+                stored.mismatches(topic, byId).forEach(d -> diffs.add("id " + s.msgId() + ": " + d));
+            }
+        }
+        Check.equal(List.of(), diffs, sent.size() + " messages looked up by offsetMsgId, key and"
+                + " msgId");
     }
 
     /** Sends and checks the answer is SEND_OK. */

@@ -9,6 +9,7 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageClientExt;
 import org.apache.rocketmq.common.message.MessageClientIDSetter;
+import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /**
@@ -102,17 +103,26 @@ record Sent(String how, String msgId, String offsetMsgId, String brokerName, int
         return props;
     }
 
-    /** Every way `got` differs from this message; empty when it is this message intact. */
+    /**
+     * Every way `got` differs from this message; empty when it is this message intact. `got`
+     * is as a consumer or viewMessage decodes it (MessageClientExt: msgId is the client's id)
+     * or as queryMessage does (MessageExt: msgId is the broker's offsetMsgId, the client's id
+     * is the UNIQ_KEY property).
+     */
     List<String> mismatches(String topic, MessageExt got) {
         List<String> diffs = new ArrayList<>();
+        boolean clientDecoded = got instanceof MessageClientExt;
         diff(diffs, "topic", topic, got.getTopic());
-        diff(diffs, "msgId", msgId, got.getMsgId());
+        diff(diffs, "msgId", msgId, clientDecoded ? got.getMsgId()
+                : got.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX));
         if (offsetMsgId != null) {
-            String gotOffsetId = got instanceof MessageClientExt ext ? ext.getOffsetMsgId() : null;
-            diff(diffs, "offsetMsgId", offsetMsgId, gotOffsetId);
+            diff(diffs, "offsetMsgId", offsetMsgId,
+                    clientDecoded ? ((MessageClientExt) got).getOffsetMsgId() : got.getMsgId());
+        }
+        if (brokerName != null) {
+            diff(diffs, "brokerName", brokerName, got.getBrokerName());
         }
         if (queueId != UNKNOWN) {
-            diff(diffs, "brokerName", brokerName, got.getBrokerName());
             diff(diffs, "queueId", queueId, got.getQueueId());
             diff(diffs, "queueOffset", queueOffset, got.getQueueOffset());
         }
@@ -127,6 +137,12 @@ record Sent(String how, String msgId, String offsetMsgId, String brokerName, int
                     got.getUserProperty(prop.getKey()));
         }
         return diffs;
+    }
+
+    /** This message as a lookup (view, query) returns it: no broker name is filled in. */
+    Sent lookedUp() {
+        return new Sent(how, msgId, offsetMsgId, null, queueId, queueOffset, tags, keys, body,
+                props);
     }
 
     private static void diff(List<String> diffs, String what, Object expected, Object actual) {
