@@ -117,7 +117,8 @@ final class Clients {
             api(producer).createTopic(addr, "TBW102", config, REQUEST_TIMEOUT_MS);
         }
         Check.until("route of " + topic + " has " + QUEUES * masters.size() + " write queues",
-                STATE_WAIT_MS, () -> writeQueues(producer, topic).size() == QUEUES * masters.size());
+                STATE_WAIT_MS,
+                () -> writeQueues(producer, topic).size() == QUEUES * masters.size());
     }
 
     static List<MessageQueue> writeQueues(DefaultMQProducer producer, String topic) {
@@ -187,7 +188,8 @@ final class Clients {
     /** The consumer's own offsets (as {@link #caughtUp} reads them), for failure messages. */
     static String offsets(DefaultMQPushConsumer consumer, String topic) {
         Map<String, Long> offsets = new TreeMap<>();
-        queues(consumer, topic).keySet().forEach(mq -> offsets.put(key(mq), ownOffset(consumer, mq)));
+        queues(consumer, topic).keySet()
+                .forEach(mq -> offsets.put(key(mq), ownOffset(consumer, mq)));
         return "consumer offsets " + offsets;
     }
 

@@ -61,7 +61,8 @@ final class ProduceConsume {
                 "messages stored in the topic's queues");
         // Once the consumer is past the end of every queue, any TagC delivery has happened.
         Check.until("consumer consumed to the end of every queue", Clients.STATE_WAIT_MS,
-                () -> Clients.caughtUp(consumer, a.topic(), max), () -> "max " + max + ", " + Clients.offsets(consumer, a.topic()));
+                () -> Clients.caughtUp(consumer, a.topic(), max),
+                () -> "max " + max + ", " + Clients.offsets(consumer, a.topic()));
         received.checkIntact(a.topic(), expected, false);
         long filteredDelivered = filtered.stream()
                 .filter(s -> !received.of(s.msgId()).isEmpty()).count();
@@ -83,21 +84,24 @@ final class ProduceConsume {
         for (Sent s : sent) {
             Sent stored = s.lookedUp();
             MessageExt viewed = producer.viewMessage(s.offsetMsgId());
-            stored.mismatches(topic, viewed).forEach(d -> diffs.add("view " + s.msgId() + ": " + d));
+            stored.mismatches(topic, viewed)
+                    .forEach(d -> diffs.add("view " + s.msgId() + ": " + d));
             String key = s.keys().split(" ")[0];
             List<MessageExt> byKey = producer.queryMessage(topic, key, LOOKUP_RESULTS_MAX, 0,
                     Long.MAX_VALUE).getMessageList();
             if (byKey.size() != 1) {
                 diffs.add("query by key " + key + ": " + byKey.size() + " messages, expected 1");
             } else {
-                stored.mismatches(topic, byKey.get(0)).forEach(d -> diffs.add("key " + key + ": " + d));
+                stored.mismatches(topic, byKey.get(0))
+                        .forEach(d -> diffs.add("key " + key + ": " + d));
             }
             MessageExt byId = producer.getDefaultMQProducerImpl()
                     .queryMessageByUniqKey(topic, s.msgId());
             if (byId == null) {
                 diffs.add("query by msgId " + s.msgId() + ": not found");
             } else {
-                stored.mismatches(topic, byId).forEach(d -> diffs.add("id " + s.msgId() + ": " + d));
+                stored.mismatches(topic, byId)
+                        .forEach(d -> diffs.add("id " + s.msgId() + ": " + d));
             }
         }
         Check.equal(List.of(), diffs, sent.size() + " messages looked up by offsetMsgId, key and"
@@ -151,7 +155,8 @@ final class ProduceConsume {
             });
         }
         if (!answered.await(DELIVERY_WAIT_MS, TimeUnit.MILLISECONDS)) {
-            throw new Check.Abort("async sends not all answered within " + DELIVERY_WAIT_MS + " ms");
+            throw new Check.Abort(
+                    "async sends not all answered within " + DELIVERY_WAIT_MS + " ms");
         }
         Check.equal(List.of(), failures, "async sends that failed");
         return new ArrayList<>(sent);

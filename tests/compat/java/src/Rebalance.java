@@ -45,7 +45,8 @@ final class Rebalance {
         Check.equal(0L, misrouted, "messages delivered to the consumer not holding their queue");
         Map<String, Long> max = Clients.maxOffsets(producer, a.topic());
         Check.until("both consumers consumed to the end of their queues", Clients.STATE_WAIT_MS,
-                () -> Clients.caughtUp(first, a.topic(), max) && Clients.caughtUp(second, a.topic(), max));
+                () -> Clients.caughtUp(first, a.topic(), max)
+                        && Clients.caughtUp(second, a.topic(), max));
 
         second.shutdown();
         Check.until("the first consumer holds all " + Clients.QUEUES + " queues after the second"

@@ -26,7 +26,8 @@ final class Retry {
         Clients.createTopic(producer, a.topic());
         Received received = new Received();
         DefaultMQPushConsumer consumer = Clients.consumer(a, a.group(), "consumer",
-                ProduceConsume.SUBSCRIPTION, received.listenerRetryingOnce("consumer", DELAY_LEVEL));
+                ProduceConsume.SUBSCRIPTION,
+                received.listenerRetryingOnce("consumer", DELAY_LEVEL));
         consumer.start();
         List<Sent> sent = ProduceConsume.sendSync(producer, a.topic(), "retry", MESSAGES);
         received.awaitDeliveries("messages asked for again", sent, 2,

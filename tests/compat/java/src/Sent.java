@@ -68,7 +68,8 @@ record Sent(String how, String msgId, String offsetMsgId, String brokerName, int
         String[] ids = result.getMsgId().split(",");
         String[] offsetIds = result.getOffsetMsgId() == null ? new String[0]
                 : result.getOffsetMsgId().split(",");
-        Check.equal(msgs.size(), offsetIds.length, "batch answer lists one offsetMsgId per message");
+        Check.equal(msgs.size(), offsetIds.length,
+                "batch answer lists one offsetMsgId per message");
         List<Sent> sent = new ArrayList<>();
         List<String> clientIds = new ArrayList<>();
         for (int i = 0; i < msgs.size(); i++) {
