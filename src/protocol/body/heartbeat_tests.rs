@@ -139,7 +139,7 @@ fn reads_what_the_go_2_1_2_client_sends() {
     let pull = &heartbeat.consumer_data_set[1];
     assert_eq!(pull.consume_type, Some(ConsumeType::ConsumeActively));
     assert_eq!(pull.message_model, Some(MessageModel::Broadcasting));
-    // Go's pull consumer reports "UNKNOWN": read as absent, as fastjson does.
+    // Go writes "UNKNOWN" for a consumeFromWhere outside its three: absent, as fastjson reads it.
     assert_eq!(pull.consume_from_where, None);
 }
 
