@@ -416,3 +416,61 @@ fn bad_requests_get_error_responses_and_the_connection_survives() {
     })
     .unwrap();
 }
+
+/// Regression (found by the Java 4.9.8 restart scenario): a held pull carries the commit
+/// offset of when it was sent; it is stored on arrival, so waking it later must not write it
+/// over offsets committed meanwhile.
+#[test]
+fn a_held_pull_does_not_roll_back_offsets_committed_while_it_waited() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TC", 1)).await.code,
+            response::SUCCESS
+        );
+        for i in 0..2 {
+            let sent = call(&client, send("TC", 0, format!("m{i}").as_bytes(), &[])).await;
+            assert_eq!(sent.code, response::SUCCESS);
+        }
+        // Commit flag (1) with offset 1, held at the end of the queue (offset 2).
+        let mut held = pull("TC", 0, 2, "*", 20_000);
+        held.ext_fields
+            .insert("sysFlag".into(), (1 | 2 | 4).to_string());
+        held.ext_fields.insert("commitOffset".into(), "1".into());
+        let held = client.request(held, Duration::from_secs(30));
+        let meanwhile = async {
+            glommio::timer::Timer::new(Duration::from_millis(200)).await;
+            let update = RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
+                &UpdateConsumerOffsetRequestHeader {
+                    consumer_group: "CG".into(),
+                    topic: "TC".into(),
+                    queue_id: 0,
+                    commit_offset: 2,
+                },
+            );
+            assert_eq!(call(&client, update).await.code, response::SUCCESS);
+            call(&client, send("TC", 0, b"wake", &[])).await
+        };
+        let (pulled, _) = futures_lite::future::zip(held, meanwhile).await;
+        assert_eq!(pulled.unwrap().code, response::SUCCESS);
+        let query = RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(
+            &QueryConsumerOffsetRequestHeader {
+                consumer_group: "CG".into(),
+                topic: "TC".into(),
+                queue_id: 0,
+                set_zero_if_not_found: None,
+            },
+        );
+        let offset = call(&client, query)
+            .await
+            .decode_header::<OffsetResponseHeader>()
+            .unwrap()
+            .offset;
+        assert_eq!(
+            offset, 2,
+            "the held pull's commit of 1 was stored before the update to 2"
+        );
+    })
+    .unwrap();
+}
