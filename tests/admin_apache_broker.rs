@@ -17,8 +17,9 @@ use ringmq::client::{block_on, RemotingClient};
 use ringmq::protocol::codes::{request, response};
 use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::{
-    PullMessageRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
-    SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader,
+    GetKvConfigResponseHeader, KvConfigKeyRequestHeader, PullMessageRequestHeader,
+    SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use ringmq::protocol::message::record::format_properties;
 use ringmq::protocol::message::UniqKeyGenerator;
@@ -29,6 +30,7 @@ const GROUP: &str = "AdminG";
 /// A topic written after the keyed messages; pulling its message proves the broker has indexed
 /// everything before it (Apache dispatches to queues and index in commit-log order).
 const BARRIER_TOPIC: &str = "AdminBarrier";
+const ORDERED_TOPIC: &str = "AdminOrderT";
 const QUEUES: i32 = 4;
 const MESSAGES: i32 = 6;
 /// Every message carries this key besides its own `key-<i>`.
@@ -203,6 +205,30 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
              order=false, attributes={{}}]\n"
         )
     );
+    // An ordered topic on one broker: its order config lands in the NameServer's KV table.
+    let ordered = |topic| {
+        [
+            "updateTopic",
+            "-t",
+            topic,
+            "-b",
+            broker,
+            "-r",
+            "2",
+            "-w",
+            "2",
+            "-o",
+            "true",
+        ]
+    };
+    let ours = admin(ns, &ordered(ORDERED_TOPIC));
+    let theirs = apache.mqadmin(&ordered("MqadminOrderT"));
+    assert_eq!(ours, theirs.replace("MqadminOrderT", ORDERED_TOPIC));
+    assert!(
+        ours.starts_with("set broker orderConf. isOrder=true, orderConf=[broker-a:2]\n"),
+        "{ours}"
+    );
+
     // The group's retry topic (tools find a group's brokers through it) and the barrier topic,
     // one queue each on the broker.
     for topic in [format!("%RETRY%{GROUP}"), BARRIER_TOPIC.to_owned()] {
@@ -224,6 +250,20 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
     assert!(admin(ns, &["topicRoute", "-t", TOPIC]).contains(BROKER_NAME));
 
     block_on(async {
+        let namesrv = RemotingClient::connect(ns)
+            .await
+            .expect("connect to namesrv");
+        for topic in [ORDERED_TOPIC, "MqadminOrderT"] {
+            let key = KvConfigKeyRequestHeader {
+                namespace: "ORDER_TOPIC_CONFIG".into(),
+                key: topic.into(),
+            };
+            let req = RemotingCommand::request(request::GET_KV_CONFIG).with_header(&key);
+            let resp = namesrv.request(req, TIMEOUT).await.expect("kv config");
+            let value: GetKvConfigResponseHeader = resp.decode_header().unwrap();
+            assert_eq!(value.value.as_deref(), Some("broker-a:2"), "{topic}");
+        }
+
         let client = RemotingClient::connect(broker)
             .await
             .expect("connect to broker");

@@ -38,7 +38,8 @@ pub struct KeyQuery<'a> {
 
 /// `MQAdminImpl.queryMessage`: asks every broker group of the topic, keeps the records that
 /// really match (the index is a hash, so collisions come back too). Brokers that fail are
-/// skipped, as mqadmin does; finding nothing anywhere is an error.
+/// skipped, as mqadmin does; finding nothing anywhere is an error (the last broker's failure,
+/// if one failed).
 pub async fn query_by_key(
     namesrv: &NamesrvArg,
     query: &KeyQuery<'_>,
@@ -52,6 +53,7 @@ pub async fn query_by_key(
         end_timestamp: query.end_timestamp,
     };
     let mut found = Vec::new();
+    let mut failure = None;
     for broker in &route.broker_datas {
         let Some(addr) = select_broker_addr(broker) else {
             continue;
@@ -60,8 +62,12 @@ pub async fn query_by_key(
         req.ext_fields
             .insert(UNIQUE_KEY_QUERY_FLAG.to_owned(), query.unique.to_string());
         let timeout = REQUEST_TIMEOUT_DEFAULT * QUERY_TIMEOUT_FACTOR;
-        let Ok(resp) = broker_request(addr, req, timeout).await else {
-            continue;
+        let resp = match broker_request(addr, req, timeout).await {
+            Ok(resp) => resp,
+            Err(err) => {
+                failure = Some(err);
+                continue;
+            }
         };
         found.extend(
             split_records(resp.body)
@@ -70,9 +76,9 @@ pub async fn query_by_key(
         );
     }
     if found.is_empty() {
-        return Err(AdminError::NotFound(
-            "query message by key finished, but no message.".to_owned(),
-        ));
+        return Err(failure.unwrap_or_else(|| {
+            AdminError::NotFound("query message by key finished, but no message.".to_owned())
+        }));
     }
     Ok(found)
 }
@@ -143,7 +149,7 @@ pub async fn query_by_id(
             return split_records(resp.body)
                 .next()
                 .ok_or_else(|| AdminError::NotFound(format!("no message at {id}")))?
-                .map_err(|err| AdminError::Record(err.to_string()));
+                .map_err(AdminError::from);
         }
     }
     let topic = topic.ok_or(AdminError::Usage(

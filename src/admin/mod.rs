@@ -163,7 +163,7 @@ pub enum AdminError {
     #[error("unreadable response body: {0}")]
     Body(#[from] FastjsonError),
     #[error("unreadable message record: {0}")]
-    Record(String),
+    Record(#[from] crate::protocol::message::record::RecordError),
     #[error("no NameServer address given")]
     NoAddress,
     #[error("{0}")]
