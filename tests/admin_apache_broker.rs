@@ -174,9 +174,17 @@ fn message_fields(out: &str) -> Vec<&str> {
 #[ignore = "needs java and the rocketmq-broker 5.3.3 jars in ~/.m2; run with --ignored"]
 fn admin_broker_commands_agree_with_apache_mqadmin() {
     let apache = ApacheCluster::start();
-    let ns = apache.namesrv_addr.as_str();
-    let broker = apache.broker_addr.as_str();
+    check_broker_commands(&apache.namesrv_addr, &apache.broker_addr, &|args| {
+        apache.mqadmin(args)
+    });
+}
 
+/// Runs every broker command of `ringmq admin` against the broker at `broker` (named
+/// `broker-a` in `DefaultCluster`, registered with the NameServer at `ns`, topics
+/// auto-created, empty at first) and compares with what `mqadmin` prints for the same state:
+/// point it at Apache's broker or at ringmq's, with Apache's mqadmin from
+/// `apache_support::JavaEnv` either way.
+fn check_broker_commands(ns: &str, broker: &str, mqadmin: &dyn Fn(&[&str]) -> String) {
     // The broker is registered (the helper waited for it), so tools can find it.
     assert!(admin(ns, &["clusterList"]).contains(broker));
     // updateTopic: ringmq's output is mqadmin's for the same arguments.
@@ -195,7 +203,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         ]
     };
     let ours = admin(ns, &update(TOPIC));
-    let theirs = apache.mqadmin(&update("MqadminT"));
+    let theirs = mqadmin(&update("MqadminT"));
     assert_eq!(ours, theirs.replace("MqadminT", TOPIC));
     assert_eq!(
         ours,
@@ -222,7 +230,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         ]
     };
     let ours = admin(ns, &ordered(ORDERED_TOPIC));
-    let theirs = apache.mqadmin(&ordered("MqadminOrderT"));
+    let theirs = mqadmin(&ordered("MqadminOrderT"));
     assert_eq!(ours, theirs.replace("MqadminOrderT", ORDERED_TOPIC));
     assert!(
         ours.starts_with("set broker orderConf. isOrder=true, orderConf=[broker-a:2]\n"),
@@ -316,7 +324,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
             .filter_map(|l| l.split_whitespace().nth(3)?.parse::<i64>().ok())
             .sum();
         assert_eq!(max_sum, i64::from(MESSAGES), "{ours}");
-        let theirs = apache.mqadmin(&["topicStatus", "-t", TOPIC]);
+        let theirs = mqadmin(&["topicStatus", "-t", TOPIC]);
         assert_eq!(status_rows(&ours), status_rows(&theirs));
 
         // queryMsgByKey: every message by the shared key, one by its own; as mqadmin lists them.
@@ -327,7 +335,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         assert_eq!(ours.lines().count(), 1 + MESSAGES as usize, "{ours}");
         assert_eq!(
             ours,
-            apache.mqadmin(&["queryMsgByKey", "-t", TOPIC, "-k", SHARED_KEY])
+            mqadmin(&["queryMsgByKey", "-t", TOPIC, "-k", SHARED_KEY])
         );
         let ours = admin(ns, &["queryMsgByKey", "-t", TOPIC, "-k", "key-3"]);
         assert_eq!(ours.lines().count(), 2, "{ours}");
@@ -346,27 +354,27 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         assert!(by_offset_id.contains(&format!("OffsetID:            {}", sent[2].offset_msg_id)));
         let by_uniq_key = admin(ns, &["queryMsgById", "-t", TOPIC, "-i", &sent[2].uniq_key]);
         assert_eq!(by_uniq_key, by_offset_id);
-        let theirs = apache.mqadmin(&["queryMsgById", "-t", TOPIC, "-i", &sent[2].offset_msg_id]);
+        let theirs = mqadmin(&["queryMsgById", "-t", TOPIC, "-i", &sent[2].offset_msg_id]);
         assert_eq!(message_fields(&by_offset_id), message_fields(&theirs));
         assert_eq!(message_fields(&by_offset_id).len(), 13);
 
         // consumerProgress: queue 0 consumed up to 1, so 5 of the 6 are left; as mqadmin.
         let ours = admin(ns, &["consumerProgress", "-g", GROUP]);
         assert!(ours.contains("Consume Diff Total: 5\n"), "{ours}");
-        assert_eq!(ours, apache.mqadmin(&["consumerProgress", "-g", GROUP]));
+        assert_eq!(ours, mqadmin(&["consumerProgress", "-g", GROUP]));
         let ours = admin(ns, &["consumerProgress"]);
         assert!(
             ours.lines()
                 .any(|l| l.starts_with(GROUP) && l.contains("V5_3_3")),
             "{ours}"
         );
-        assert_eq!(ours, apache.mqadmin(&["consumerProgress"]));
+        assert_eq!(ours, mqadmin(&["consumerProgress"]));
 
         // consumerConnection: the heartbeat's connection and subscription; as mqadmin.
         let ours = admin(ns, &["consumerConnection", "-g", GROUP]);
         assert!(ours.contains("127.0.0.1@admin-test"), "{ours}");
         assert!(ours.contains("MessageModel: CLUSTERING"), "{ours}");
-        assert_eq!(ours, apache.mqadmin(&["consumerConnection", "-g", GROUP]));
+        assert_eq!(ours, mqadmin(&["consumerConnection", "-g", GROUP]));
 
         // brokerStatus: the same statistics (values move between the two calls).
         let keys = |out: &str| -> Vec<String> {
@@ -376,10 +384,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         };
         let ours = admin(ns, &["brokerStatus", "-b", broker]);
         assert!(ours.contains("brokerVersionDesc"), "{ours}");
-        assert_eq!(
-            keys(&ours),
-            keys(&apache.mqadmin(&["brokerStatus", "-b", broker]))
-        );
+        assert_eq!(keys(&ours), keys(&mqadmin(&["brokerStatus", "-b", broker])));
         drop(client);
     })
     .unwrap();
