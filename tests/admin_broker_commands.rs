@@ -238,6 +238,11 @@ fn broker_commands_send_mqadmins_requests_and_print_its_tables() {
 
         let out = admin(&ns, &["brokerStatus", "-b", &addr]);
         assert_eq!(out, format!("{:<32}: V5_3_3\n", "brokerVersionDesc"));
+        let out = admin(&ns, &["brokerStatus", "-c", CLUSTER]);
+        assert_eq!(
+            out,
+            format!("{addr:<24} {:<32}: V5_3_3\n", "brokerVersionDesc")
+        );
 
         // A key query keeps only records that carry the key, as mqadmin does.
         let out = admin(&ns, &["queryMsgByKey", "-t", TOPIC, "-k", "k1"]);

@@ -8,8 +8,11 @@ use crate::client::REQUEST_TIMEOUT_DEFAULT;
 use crate::protocol::codes::request;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{QueryMessageRequestHeader, ViewMessageRequestHeader};
-use crate::protocol::message::record::{properties_iter, property, RecordView};
+use crate::protocol::message::record::{
+    self, properties_iter, property, CompressionType, RecordView,
+};
 use crate::protocol::message::{split_records, OffsetMsgId};
+use miniz_oxide::inflate::decompress_to_vec_zlib_with_limit;
 use std::net::SocketAddr;
 
 /// mqadmin's `-m` default: at most this many messages per broker.
@@ -167,6 +170,29 @@ pub async fn query_by_id(
     Ok(found.swap_remove(0))
 }
 
+/// The body as text: inflated first when the producer compressed it with zlib (as the Java
+/// client does above 4 KiB); other compressions are described, not decoded.
+fn body_text(record: &RecordView) -> String {
+    let body = record.body();
+    match CompressionType::of(record.sys_flag()) {
+        None => String::from_utf8_lossy(&body).into_owned(),
+        Some(CompressionType::Zlib) => {
+            // A producer compresses at most one maximal body, so it inflates to at most that.
+            match decompress_to_vec_zlib_with_limit(&body, record::BODY_BYTES_MAX) {
+                Ok(plain) => String::from_utf8_lossy(&plain).into_owned(),
+                Err(_) => format!(
+                    "(zlib-compressed body of {} bytes that does not inflate)",
+                    body.len()
+                ),
+            }
+        }
+        Some(other) => format!(
+            "({other:?}-compressed body of {} bytes, not shown)",
+            body.len()
+        ),
+    }
+}
+
 /// `host:port` as Java's `RemotingHelper.parseSocketAddressAddr` prints it (no brackets).
 fn host_text(addr: SocketAddr) -> String {
     format!("{}:{}", addr.ip(), addr.port())
@@ -197,10 +223,7 @@ pub fn render_message(record: &RecordView) -> String {
         ("Store Host:", host_text(record.store_host())),
         ("System Flag:", record.sys_flag().to_string()),
         ("Properties:", format!("{{{}}}", properties.join(", "))),
-        (
-            "Message Body:",
-            String::from_utf8_lossy(&record.body()).into_owned(),
-        ),
+        ("Message Body:", body_text(record)),
     ];
     lines
         .iter()
