@@ -274,6 +274,39 @@ mod tests {
     }
 
     #[test]
+    fn writes_several_queues_as_the_java_client_parses_them() {
+        // Apache RocketMQ 5.3.3's `ConsumeStats.decode` reads this text as two queues,
+        // 1.0E7 TPS and a total diff of 2.
+        const JAVA_PARSES: &str = r#"{"consumeTps":1.0E7,"offsetTable":{{"brokerName":"a","queueId":0,"topic":"T"}:{"brokerOffset":1,"consumerOffset":0,"lastTimestamp":0,"pullOffset":0},{"brokerName":"a","queueId":1,"topic":"T"}:{"brokerOffset":2,"consumerOffset":1,"lastTimestamp":5,"pullOffset":1}}}"#;
+        let stats = ConsumeStats {
+            consume_tps: 1e7,
+            offset_table: BTreeMap::from([
+                (
+                    MessageQueue::new("T", "a", 1),
+                    OffsetWrapper {
+                        broker_offset: 2,
+                        consumer_offset: 1,
+                        last_timestamp: 5,
+                        pull_offset: 1,
+                    },
+                ),
+                (
+                    MessageQueue::new("T", "a", 0),
+                    OffsetWrapper {
+                        broker_offset: 1,
+                        ..OffsetWrapper::default()
+                    },
+                ),
+            ]),
+        };
+        assert_eq!(
+            String::from_utf8(stats.encode().unwrap()).unwrap(),
+            JAVA_PARSES
+        );
+        assert_eq!(stats.total_diff(), 2);
+    }
+
+    #[test]
     fn reads_java_bodies_and_its_own() {
         assert_eq!(
             decode::<TopicStatsTable>(TOPIC_STATS_JAVA.as_bytes()).unwrap(),
