@@ -14,50 +14,9 @@ use crate::protocol::fastjson::{lenient, FastjsonError};
 use serde::de::{Deserializer, Error as _};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-/// `MessageQueue`: one queue of a topic on one broker group. Ordered as Java's `compareTo`
-/// (topic, broker name, queue id), which is the order mqadmin prints rows in.
-///
-/// The consumers-engineer's `lock.rs` declares the shared `MessageQueue`; this one stands in
-/// until the two are folded into one type.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct MessageQueue {
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub broker_name: String,
-    #[serde(deserialize_with = "lenient::int")]
-    pub queue_id: i32,
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub topic: String,
-}
-
-impl MessageQueue {
-    pub fn new(topic: &str, broker_name: &str, queue_id: i32) -> Self {
-        Self {
-            broker_name: broker_name.to_owned(),
-            queue_id,
-            topic: topic.to_owned(),
-        }
-    }
-}
-
-impl Ord for MessageQueue {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (&self.topic, &self.broker_name, self.queue_id).cmp(&(
-            &other.topic,
-            &other.broker_name,
-            other.queue_id,
-        ))
-    }
-}
-
-impl PartialOrd for MessageQueue {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+pub use super::lock::MessageQueue;
 
 /// One queue's offsets in a `TopicStatsTable`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
