@@ -17,8 +17,9 @@ use ringmq::client::{block_on, RemotingClient};
 use ringmq::protocol::codes::{request, response};
 use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::{
-    PullMessageRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
-    SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader,
+    GetKvConfigResponseHeader, KvConfigKeyRequestHeader, PullMessageRequestHeader,
+    SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use ringmq::protocol::message::record::format_properties;
 use ringmq::protocol::message::UniqKeyGenerator;
@@ -29,6 +30,7 @@ const GROUP: &str = "AdminG";
 /// A topic written after the keyed messages; pulling its message proves the broker has indexed
 /// everything before it (Apache dispatches to queues and index in commit-log order).
 const BARRIER_TOPIC: &str = "AdminBarrier";
+const ORDERED_TOPIC: &str = "AdminOrderT";
 const QUEUES: i32 = 4;
 const MESSAGES: i32 = 6;
 /// Every message carries this key besides its own `key-<i>`.
@@ -172,9 +174,17 @@ fn message_fields(out: &str) -> Vec<&str> {
 #[ignore = "needs java and the rocketmq-broker 5.3.3 jars in ~/.m2; run with --ignored"]
 fn admin_broker_commands_agree_with_apache_mqadmin() {
     let apache = ApacheCluster::start();
-    let ns = apache.namesrv_addr.as_str();
-    let broker = apache.broker_addr.as_str();
+    check_broker_commands(&apache.namesrv_addr, &apache.broker_addr, &|args| {
+        apache.mqadmin(args)
+    });
+}
 
+/// Runs every broker command of `ringmq admin` against the broker at `broker` (named
+/// `broker-a` in `DefaultCluster`, registered with the NameServer at `ns`, topics
+/// auto-created, empty at first) and compares with what `mqadmin` prints for the same state:
+/// point it at Apache's broker or at ringmq's, with Apache's mqadmin from
+/// `apache_support::JavaEnv` either way.
+fn check_broker_commands(ns: &str, broker: &str, mqadmin: &dyn Fn(&[&str]) -> String) {
     // The broker is registered (the helper waited for it), so tools can find it.
     assert!(admin(ns, &["clusterList"]).contains(broker));
     // updateTopic: ringmq's output is mqadmin's for the same arguments.
@@ -193,7 +203,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         ]
     };
     let ours = admin(ns, &update(TOPIC));
-    let theirs = apache.mqadmin(&update("MqadminT"));
+    let theirs = mqadmin(&update("MqadminT"));
     assert_eq!(ours, theirs.replace("MqadminT", TOPIC));
     assert_eq!(
         ours,
@@ -203,6 +213,30 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
              order=false, attributes={{}}]\n"
         )
     );
+    // An ordered topic on one broker: its order config lands in the NameServer's KV table.
+    let ordered = |topic| {
+        [
+            "updateTopic",
+            "-t",
+            topic,
+            "-b",
+            broker,
+            "-r",
+            "2",
+            "-w",
+            "2",
+            "-o",
+            "true",
+        ]
+    };
+    let ours = admin(ns, &ordered(ORDERED_TOPIC));
+    let theirs = mqadmin(&ordered("MqadminOrderT"));
+    assert_eq!(ours, theirs.replace("MqadminOrderT", ORDERED_TOPIC));
+    assert!(
+        ours.starts_with("set broker orderConf. isOrder=true, orderConf=[broker-a:2]\n"),
+        "{ours}"
+    );
+
     // The group's retry topic (tools find a group's brokers through it) and the barrier topic,
     // one queue each on the broker.
     for topic in [format!("%RETRY%{GROUP}"), BARRIER_TOPIC.to_owned()] {
@@ -224,6 +258,20 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
     assert!(admin(ns, &["topicRoute", "-t", TOPIC]).contains(BROKER_NAME));
 
     block_on(async {
+        let namesrv = RemotingClient::connect(ns)
+            .await
+            .expect("connect to namesrv");
+        for topic in [ORDERED_TOPIC, "MqadminOrderT"] {
+            let key = KvConfigKeyRequestHeader {
+                namespace: "ORDER_TOPIC_CONFIG".into(),
+                key: topic.into(),
+            };
+            let req = RemotingCommand::request(request::GET_KV_CONFIG).with_header(&key);
+            let resp = namesrv.request(req, TIMEOUT).await.expect("kv config");
+            let value: GetKvConfigResponseHeader = resp.decode_header().unwrap();
+            assert_eq!(value.value.as_deref(), Some("broker-a:2"), "{topic}");
+        }
+
         let client = RemotingClient::connect(broker)
             .await
             .expect("connect to broker");
@@ -276,7 +324,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
             .filter_map(|l| l.split_whitespace().nth(3)?.parse::<i64>().ok())
             .sum();
         assert_eq!(max_sum, i64::from(MESSAGES), "{ours}");
-        let theirs = apache.mqadmin(&["topicStatus", "-t", TOPIC]);
+        let theirs = mqadmin(&["topicStatus", "-t", TOPIC]);
         assert_eq!(status_rows(&ours), status_rows(&theirs));
 
         // queryMsgByKey: every message by the shared key, one by its own; as mqadmin lists them.
@@ -287,7 +335,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         assert_eq!(ours.lines().count(), 1 + MESSAGES as usize, "{ours}");
         assert_eq!(
             ours,
-            apache.mqadmin(&["queryMsgByKey", "-t", TOPIC, "-k", SHARED_KEY])
+            mqadmin(&["queryMsgByKey", "-t", TOPIC, "-k", SHARED_KEY])
         );
         let ours = admin(ns, &["queryMsgByKey", "-t", TOPIC, "-k", "key-3"]);
         assert_eq!(ours.lines().count(), 2, "{ours}");
@@ -306,27 +354,27 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         assert!(by_offset_id.contains(&format!("OffsetID:            {}", sent[2].offset_msg_id)));
         let by_uniq_key = admin(ns, &["queryMsgById", "-t", TOPIC, "-i", &sent[2].uniq_key]);
         assert_eq!(by_uniq_key, by_offset_id);
-        let theirs = apache.mqadmin(&["queryMsgById", "-t", TOPIC, "-i", &sent[2].offset_msg_id]);
+        let theirs = mqadmin(&["queryMsgById", "-t", TOPIC, "-i", &sent[2].offset_msg_id]);
         assert_eq!(message_fields(&by_offset_id), message_fields(&theirs));
         assert_eq!(message_fields(&by_offset_id).len(), 13);
 
         // consumerProgress: queue 0 consumed up to 1, so 5 of the 6 are left; as mqadmin.
         let ours = admin(ns, &["consumerProgress", "-g", GROUP]);
         assert!(ours.contains("Consume Diff Total: 5\n"), "{ours}");
-        assert_eq!(ours, apache.mqadmin(&["consumerProgress", "-g", GROUP]));
+        assert_eq!(ours, mqadmin(&["consumerProgress", "-g", GROUP]));
         let ours = admin(ns, &["consumerProgress"]);
         assert!(
             ours.lines()
                 .any(|l| l.starts_with(GROUP) && l.contains("V5_3_3")),
             "{ours}"
         );
-        assert_eq!(ours, apache.mqadmin(&["consumerProgress"]));
+        assert_eq!(ours, mqadmin(&["consumerProgress"]));
 
         // consumerConnection: the heartbeat's connection and subscription; as mqadmin.
         let ours = admin(ns, &["consumerConnection", "-g", GROUP]);
         assert!(ours.contains("127.0.0.1@admin-test"), "{ours}");
         assert!(ours.contains("MessageModel: CLUSTERING"), "{ours}");
-        assert_eq!(ours, apache.mqadmin(&["consumerConnection", "-g", GROUP]));
+        assert_eq!(ours, mqadmin(&["consumerConnection", "-g", GROUP]));
 
         // brokerStatus: the same statistics (values move between the two calls).
         let keys = |out: &str| -> Vec<String> {
@@ -336,10 +384,7 @@ fn admin_broker_commands_agree_with_apache_mqadmin() {
         };
         let ours = admin(ns, &["brokerStatus", "-b", broker]);
         assert!(ours.contains("brokerVersionDesc"), "{ours}");
-        assert_eq!(
-            keys(&ours),
-            keys(&apache.mqadmin(&["brokerStatus", "-b", broker]))
-        );
+        assert_eq!(keys(&ours), keys(&mqadmin(&["brokerStatus", "-b", broker])));
         drop(client);
     })
     .unwrap();

@@ -75,6 +75,18 @@ impl BrokerShard {
         let filter = self.pull_filter(&header)?;
         let tag_codes = filter.as_ref().and_then(SubscriptionData::code_filter);
 
+        // The commit offset travels with the pull (push consumers). Stored on arrival, as Java
+        // does: a pull held for seconds must not write its then-stale offset over commits
+        // made meanwhile (the client may even have shut down and committed its final ones).
+        if header.sys_flag & FLAG_COMMIT_OFFSET != 0 && header.commit_offset >= 0 {
+            self.store().set_consumer_offset(
+                &header.consumer_group,
+                &header.topic,
+                header.queue_id,
+                header.commit_offset,
+            )?;
+        }
+
         let suspend = header.sys_flag & FLAG_SUSPEND != 0;
         let (mut found, mut next, mut min, mut max) =
             self.read_for_pull(&header, tag_codes.as_deref()).await?;
@@ -91,16 +103,6 @@ impl BrokerShard {
             })
             .await?;
             (found, next, min, max) = self.read_for_pull(&header, tag_codes.as_deref()).await?;
-        }
-        // The commit offset travels with the pull (push consumers); Java stores it only when
-        // the broker may suspend the request, i.e. on the first execution.
-        if header.sys_flag & FLAG_COMMIT_OFFSET != 0 && header.commit_offset >= 0 {
-            self.store().set_consumer_offset(
-                &header.consumer_group,
-                &header.topic,
-                header.queue_id,
-                header.commit_offset,
-            )?;
         }
         let (code, body) = match found {
             Found::Messages(records) => {

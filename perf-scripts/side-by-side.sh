@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Apache RocketMQ and ringmq under the same ringmq-bench workloads, one after the other, in one
+# run on this host, and a table of ratios (ringmq / Apache). See docs/BENCHMARKS.md.
+#
+#   perf-scripts/side-by-side.sh [--seconds N] [--reps R] [--brokers "apache ringmq"] [--out DIR]
+#                                [--skip-build]
+#
+# Per repetition, per broker (each started fresh, data in OUT, removed after):
+#   ASYNC_FLUSH broker: async-1k (1 KiB, 16 producers, 4 sends in flight each), size-16k,
+#                       batch-1k (batches of 32), catch-up (consume async-1k's backlog)
+#   ASYNC_FLUSH broker: e2e at half the slower broker's async-1k rate (open loop)
+#   SYNC_FLUSH broker:  sync-1k (1 KiB, 64 synchronous producers)
+# plus the broker's CPU seconds per million messages and its RSS idle and at peak.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+RUN_SECONDS=10
+# Load before the measured workloads of every broker start: the JVM compiles its hot paths
+# in the first seconds, and both brokers' page caches and files warm up.
+WARMUP_SECONDS=${WARMUP_SECONDS:-5}
+REPS=1
+BROKER_KINDS="apache ringmq"
+OUT=$ROOT/target/side-by-side/$(date -u +%Y%m%dT%H%M%SZ)
+BUILD=1
+while [ $# -gt 0 ]; do
+    case $1 in
+    --seconds) RUN_SECONDS=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --brokers) BROKER_KINDS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --skip-build) BUILD=0; shift ;;
+    *) die "unknown argument $1 (see the header of $0)" ;;
+    esac
+done
+# Bounds: a run is at most 10 minutes of load per workload, at most 10 repetitions.
+[[ $RUN_SECONDS =~ ^[0-9]+$ && $RUN_SECONDS -ge 1 && $RUN_SECONDS -le 600 ]] || die "--seconds must be 1..600"
+[[ $REPS =~ ^[0-9]+$ && $REPS -ge 1 && $REPS -le 10 ]] || die "--reps must be 1..10"
+
+if [ "$BUILD" = 1 ]; then
+    log "building release binaries"
+    (cd "$ROOT" && cargo build --release -q -p ringmq-bench && { [[ $BROKER_KINDS != *ringmq* ]] || cargo build --release -q -p ringmq; })
+fi
+[ -x "$BENCH_BIN" ] || die "no ringmq-bench at $BENCH_BIN"
+mkdir -p "$OUT"
+{
+    echo "Apache broker JVM: $APACHE_BROKER_JAVA_OPTS"
+    echo "Apache NameServer JVM: $APACHE_NAMESRV_JAVA_OPTS"
+    echo "Apache broker.conf: defaults + brokerIP1/bindAddress=127.0.0.1, flushDiskType per phase"
+    echo "ringmq: standalone --shards $SHARDS --flush-disk-type per phase"
+    echo "java: $(java -version 2>&1 | head -1)"
+    echo "seconds per workload: $RUN_SECONDS; warm-up per broker start: ${WARMUP_SECONDS}s; repetitions: $REPS"
+} >"$OUT/settings.txt"
+"$BENCH_BIN" host --data-path "$OUT" >"$OUT/host.json"
+
+# bench REP KIND NAME ARGS...: one ringmq-bench run against the broker now up, with the broker's
+# CPU time and memory around it, into OUT/REP/KIND-NAME.{json,proc}.
+bench() {
+    local rep=$1 kind=$2 name=$3
+    shift 3
+    local dir=$OUT/$rep
+    mkdir -p "$dir"
+    local cpu0 cpu1
+    cpu0=$(cpu_seconds "$BROKER_PID")
+    log "rep $rep $kind $name: ringmq-bench $*"
+    "$BENCH_BIN" "$@" -n "$NAMESRV_ADDR" -d "$RUN_SECONDS" --quiet --data-path "$dir" \
+        --json "$dir/$kind-$name.json" --plot "$dir/$kind-$name.html" >"$dir/$kind-$name.txt" 2>&1 ||
+        log "rep $rep $kind $name: ringmq-bench failed, see $dir/$kind-$name.txt"
+    cpu1=$(cpu_seconds "$BROKER_PID")
+    printf '{"cpu_s": %s, "rss_kib": %s, "rss_peak_kib": %s, "rss_idle_kib": %s}\n' \
+        "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.3f", b - a }')" \
+        "$(rss_kib "$BROKER_PID")" "$(rss_kib "$BROKER_PID" VmHWM)" "$RSS_IDLE" >"$dir/$kind-$name.proc"
+}
+
+# with_broker KIND FLUSH REP FUNCTION: FUNCTION runs against a fresh broker, stopped afterwards.
+with_broker() {
+    local kind=$1 flush=$2 rep=$3 fn=$4
+    local dir=$OUT/$rep/$kind-$flush
+    start_broker "$kind" "$dir" "$flush"
+    RSS_IDLE=$(rss_kib "$BROKER_PID")
+    log "rep $rep $kind: ${WARMUP_SECONDS}s warm-up"
+    "$BENCH_BIN" produce -n "$NAMESRV_ADDR" -q 8 -c 4 -t sbs-warmup -p 16 --in-flight 4 -s 1024 \
+        -d "$WARMUP_SECONDS" --quiet --data-path "$dir" >"$dir/warmup.txt" 2>&1 || true
+    "$fn" "$rep" "$kind"
+    stop_started
+    rm -rf "$dir/store" "$dir/data"
+}
+
+P="produce -q 8 -c 4"
+async_phase() {
+    local rep=$1 kind=$2
+    bench "$rep" "$kind" async-1k $P -t sbs-async -p 16 --in-flight 4 -s 1024
+    bench "$rep" "$kind" size-16k $P -t sbs-16k -p 16 --in-flight 4 -s 16384
+    bench "$rep" "$kind" batch-1k $P -t sbs-batch -p 16 --in-flight 1 -s 1024 --batch 32
+    bench "$rep" "$kind" catch-up consume -q 8 -c 4 -t sbs-async --mode catch-up --pull-batch 32
+}
+sync_phase() {
+    bench "$1" "$2" sync-1k $P -t sbs-sync -p 64 --in-flight 1 -s 1024
+}
+e2e_phase() {
+    bench "$1" "$2" e2e e2e -q 8 -c 4 -t sbs-e2e -p 4 --in-flight 4 -s 1024 -r "$E2E_RATE"
+}
+
+msg_rate() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["produce"]["msg_per_s"]))' "$1" 2>/dev/null || echo 0; }
+
+for rep in $(seq 1 "$REPS"); do
+    for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" async_phase; done
+    E2E_RATE=
+    for kind in $BROKER_KINDS; do
+        rate=$(msg_rate "$OUT/$rep/$kind-async-1k.json")
+        if [ -z "$E2E_RATE" ] || [ "$rate" -lt "$E2E_RATE" ]; then E2E_RATE=$rate; fi
+    done
+    E2E_RATE=$((E2E_RATE / 2))
+    if [ "$E2E_RATE" -gt 0 ]; then
+        for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" e2e_phase; done
+    else
+        log "rep $rep: no async-1k rate, e2e skipped"
+    fi
+    for kind in $BROKER_KINDS; do with_broker "$kind" SYNC_FLUSH "$rep" sync_phase; done
+done
+
+python3 "$ROOT/perf-scripts/side_by_side_table.py" "$OUT" | tee "$OUT/summary.md"
+log "results in $OUT"

@@ -1,0 +1,476 @@
+//! The broker's requests, end to end: a real `ringmq standalone` process with 2 shards, driven
+//! with the project's remoting client the way RocketMQ clients drive a broker.
+
+mod broker_support;
+
+use broker_support::Standalone;
+use bytes::Bytes;
+use ringmq::client::{block_on, RemotingClient};
+use ringmq::protocol::body::{self, TopicRouteData};
+use ringmq::protocol::codes::{request as code, response};
+use ringmq::protocol::command::RemotingCommand;
+use ringmq::protocol::header::*;
+use ringmq::protocol::message::record::{format_properties, RecordView};
+use ringmq::protocol::message::{encode_batch, split_records, BatchEntry, OffsetMsgId};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+const QUEUES: i32 = 8;
+
+async fn call(client: &RemotingClient, request: RemotingCommand) -> RemotingCommand {
+    client.request(request, TIMEOUT).await.expect("response")
+}
+
+fn create_topic(topic: &str, queues: i32) -> RemotingCommand {
+    RemotingCommand::request(code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        read_queue_nums: queues,
+        write_queue_nums: queues,
+        perm: 6,
+        topic_filter_type: "SINGLE_TAG".into(),
+        topic_sys_flag: Some(0),
+        order: false,
+        attributes: None,
+        force: false,
+    })
+}
+
+fn send(topic: &str, queue_id: i32, body: &[u8], props: &[(&str, &str)]) -> RemotingCommand {
+    let header = SendMessageRequestHeader {
+        producer_group: "PG".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        flag: 0,
+        properties: Some(format_properties(props.iter().copied())),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        max_reconsume_times: None,
+        batch: Some(false),
+        broker_name: None,
+    };
+    RemotingCommand::request(code::SEND_MESSAGE_V2)
+        .with_header(&SendMessageRequestHeaderV2(header))
+        .with_body(Bytes::copy_from_slice(body))
+}
+
+fn pull(
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    subscription: &str,
+    suspend_ms: i64,
+) -> RemotingCommand {
+    // Subscription flag (4) so the broker filters by the expression; suspend flag (2) when held.
+    let sys_flag = 4 | if suspend_ms > 0 { 2 } else { 0 };
+    RemotingCommand::request(code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+        consumer_group: "CG".into(),
+        topic: topic.into(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag,
+        commit_offset: 0,
+        suspend_timeout_millis: suspend_ms,
+        subscription: Some(subscription.into()),
+        sub_version: 0,
+        expression_type: Some("TAG".into()),
+        max_msg_bytes: None,
+        request_source: None,
+        proxy_forward_client_id: None,
+    })
+}
+
+fn records(response: &RemotingCommand) -> Vec<RecordView> {
+    split_records(response.body.clone())
+        .map(|r| r.expect("valid record"))
+        .collect()
+}
+
+#[test]
+fn sends_land_in_their_queues_and_pulls_return_them_byte_for_byte() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("T1", QUEUES)).await.code,
+            response::SUCCESS
+        );
+        for queue in 0..QUEUES {
+            for i in 0..3 {
+                let body = format!("q{queue}-m{i}");
+                let resp = call(
+                    &client,
+                    send(
+                        "T1",
+                        queue,
+                        body.as_bytes(),
+                        &[
+                            ("TAGS", if i == 1 { "B" } else { "A" }),
+                            ("KEYS", &format!("key-{queue}-{i}")),
+                            ("u", "v"),
+                        ],
+                    ),
+                )
+                .await;
+                assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+                let header: SendMessageResponseHeader = resp.decode_header().unwrap();
+                assert_eq!((header.queue_id, header.queue_offset), (queue, i));
+                assert_eq!(header.msg_region.as_deref(), Some("DefaultRegion"));
+                let id = OffsetMsgId::parse(&header.msg_id).unwrap();
+                assert_eq!(id.store_host.to_string(), broker.broker_addr);
+                // The id names the record: VIEW_MESSAGE_BY_ID finds it on whichever shard holds it.
+                let view = call(
+                    &client,
+                    RemotingCommand::request(code::VIEW_MESSAGE_BY_ID).with_header(
+                        &ViewMessageRequestHeader {
+                            topic: None,
+                            offset: id.commit_log_offset,
+                        },
+                    ),
+                )
+                .await;
+                assert_eq!(view.code, response::SUCCESS, "{:?}", view.remark);
+                assert_eq!(&records(&view)[0].body()[..], body.as_bytes());
+            }
+        }
+        for queue in 0..QUEUES {
+            let all = call(&client, pull("T1", queue, 0, "*", 0)).await;
+            assert_eq!(all.code, response::SUCCESS, "{:?}", all.remark);
+            let got = records(&all);
+            assert_eq!(got.len(), 3);
+            for (i, record) in got.iter().enumerate() {
+                assert_eq!(record.queue_id(), queue);
+                assert_eq!(record.queue_offset(), i as i64);
+                assert_eq!(&record.body()[..], format!("q{queue}-m{i}").as_bytes());
+                assert_eq!(record.property("u"), Some("v"));
+                assert!(
+                    record.property("UNIQ_KEY").is_some(),
+                    "the broker adds a UNIQ_KEY"
+                );
+            }
+            let header: PullMessageResponseHeader = all.decode_header().unwrap();
+            assert_eq!(
+                (
+                    header.next_begin_offset,
+                    header.min_offset,
+                    header.max_offset
+                ),
+                (3, 0, 3)
+            );
+
+            // Tag filtering by hash: only the B message.
+            let only_b = call(&client, pull("T1", queue, 0, "B", 0)).await;
+            let got = records(&only_b);
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].property("TAGS"), Some("B"));
+
+            // At the end: not found; past the end: moved back to the end.
+            let end = call(&client, pull("T1", queue, 3, "*", 0)).await;
+            assert_eq!(end.code, response::PULL_NOT_FOUND);
+            let past = call(&client, pull("T1", queue, 99, "*", 0)).await;
+            assert_eq!(past.code, response::PULL_OFFSET_MOVED);
+            let header: PullMessageResponseHeader = past.decode_header().unwrap();
+            assert_eq!(
+                header.next_begin_offset, 0,
+                "min is 0, so Java corrects to the min"
+            );
+
+            let max = call(
+                &client,
+                RemotingCommand::request(code::GET_MAX_OFFSET).with_header(
+                    &GetMaxOffsetRequestHeader {
+                        topic: "T1".into(),
+                        queue_id: queue,
+                        committed: true,
+                    },
+                ),
+            )
+            .await;
+            assert_eq!(
+                max.decode_header::<OffsetResponseHeader>().unwrap().offset,
+                3
+            );
+        }
+        // Query by key: every shard searches its index; the one holding key-5-2 answers.
+        let query = call(
+            &client,
+            RemotingCommand::request(code::QUERY_MESSAGE).with_header(&QueryMessageRequestHeader {
+                topic: "T1".into(),
+                key: "key-5-2".into(),
+                max_num: 32,
+                begin_timestamp: 0,
+                end_timestamp: i64::MAX,
+            }),
+        )
+        .await;
+        assert_eq!(query.code, response::SUCCESS, "{:?}", query.remark);
+        let found = records(&query);
+        assert_eq!(found.len(), 1);
+        assert_eq!(&found[0].body()[..], b"q5-m2");
+        let none = call(
+            &client,
+            RemotingCommand::request(code::QUERY_MESSAGE).with_header(&QueryMessageRequestHeader {
+                topic: "T1".into(),
+                key: "no-such-key".into(),
+                max_num: 32,
+                begin_timestamp: 0,
+                end_timestamp: i64::MAX,
+            }),
+        )
+        .await;
+        assert_eq!(none.code, response::QUERY_NOT_FOUND);
+    })
+    .unwrap();
+}
+
+#[test]
+fn batch_sends_store_each_message_with_consecutive_offsets() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TB", 4)).await.code,
+            response::SUCCESS
+        );
+        let entries: Vec<BatchEntry> = (0..10)
+            .map(|i| BatchEntry {
+                flag: 0,
+                body: Bytes::from(format!("batch-{i}")),
+                properties: Bytes::from(format_properties([
+                    ("KEYS", "k"),
+                    ("UNIQ_KEY", format!("U{i:030}").as_str()),
+                ])),
+            })
+            .collect();
+        let mut body = bytes::BytesMut::new();
+        encode_batch(&entries, &mut body).unwrap();
+        let mut request = send("TB", 2, b"", &[]);
+        request.code = code::SEND_BATCH_MESSAGE;
+        request.ext_fields.insert("m".into(), "true".into());
+        request.body = body.freeze();
+        let resp = call(&client, request).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+        let header: SendMessageResponseHeader = resp.decode_header().unwrap();
+        assert_eq!(header.msg_id.split(',').count(), 10);
+        assert_eq!(header.queue_offset, 0);
+        let got = records(&call(&client, pull("TB", 2, 0, "*", 0)).await);
+        assert_eq!(got.len(), 10);
+        for (i, r) in got.iter().enumerate() {
+            assert_eq!(&r.body()[..], format!("batch-{i}").as_bytes());
+            assert_eq!(r.queue_offset(), i as i64);
+            assert_eq!(r.property("UNIQ_KEY"), Some(format!("U{i:030}").as_str()));
+        }
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_held_pull_is_answered_by_the_next_send_to_its_queue() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TL", 4)).await.code,
+            response::SUCCESS
+        );
+        for queue in 0..4 {
+            // Held up to 20 s; the send below wakes it, whichever shard owns the queue.
+            let held = client.request(pull("TL", queue, 0, "*", 20_000), Duration::from_secs(30));
+            let sender = async {
+                glommio::timer::Timer::new(Duration::from_millis(200)).await;
+                call(&client, send("TL", queue, b"wake", &[])).await
+            };
+            let (pulled, sent) = futures_lite::future::zip(held, sender).await;
+            assert_eq!(sent.code, response::SUCCESS);
+            let pulled = pulled.unwrap();
+            assert_eq!(pulled.code, response::SUCCESS, "{:?}", pulled.remark);
+            assert_eq!(&records(&pulled)[0].body()[..], b"wake");
+        }
+        // A held pull with nothing arriving comes back PULL_NOT_FOUND after its hold time.
+        let empty = call(&client, pull("TL", 0, 1, "*", 300)).await;
+        assert_eq!(empty.code, response::PULL_NOT_FOUND);
+    })
+    .unwrap();
+}
+
+#[test]
+fn sends_to_an_unknown_topic_create_it_from_tbw102_and_register_its_route() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        let resp = call(&client, send("AutoTopic", 1, b"x", &[])).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+        let ns = RemotingClient::connect(&broker.namesrv_addr).await.unwrap();
+        // Registration after a topic is created happens at once, but asynchronously: poll
+        // the route for a bounded time.
+        let mut route = None;
+        for _ in 0..100 {
+            let answer = call(
+                &ns,
+                RemotingCommand::request(code::GET_ROUTEINFO_BY_TOPIC).with_header(
+                    &GetRouteInfoRequestHeader {
+                        topic: "AutoTopic".into(),
+                        accept_standard_json_only: None,
+                    },
+                ),
+            )
+            .await;
+            if answer.code == response::SUCCESS {
+                route = Some(body::decode::<TopicRouteData>(&answer.body).unwrap());
+                break;
+            }
+            glommio::timer::Timer::new(Duration::from_millis(100)).await;
+        }
+        let route = route.expect("AutoTopic registered");
+        assert_eq!(
+            route.queue_datas[0].write_queue_nums, 4,
+            "min(client's 4, TBW102's 8)"
+        );
+        assert_eq!(route.broker_datas[0].broker_addrs[&0], broker.broker_addr);
+    })
+    .unwrap();
+}
+
+#[test]
+fn consumer_offsets_are_kept_per_group_and_queue() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TO", 4)).await.code,
+            response::SUCCESS
+        );
+        for queue in 0..4 {
+            let update = RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
+                &UpdateConsumerOffsetRequestHeader {
+                    consumer_group: "G1".into(),
+                    topic: "TO".into(),
+                    queue_id: queue,
+                    commit_offset: 10 + i64::from(queue),
+                },
+            );
+            assert_eq!(call(&client, update).await.code, response::SUCCESS);
+        }
+        for queue in 0..4 {
+            let query = |group: &str| {
+                RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(
+                    &QueryConsumerOffsetRequestHeader {
+                        consumer_group: group.into(),
+                        topic: "TO".into(),
+                        queue_id: queue,
+                        set_zero_if_not_found: None,
+                    },
+                )
+            };
+            let got = call(&client, query("G1")).await;
+            assert_eq!(
+                got.decode_header::<OffsetResponseHeader>().unwrap().offset,
+                10 + i64::from(queue)
+            );
+            // A group that never committed starts at 0 while the queue still holds offset 0.
+            let other = call(&client, query("G2")).await;
+            assert_eq!(
+                other
+                    .decode_header::<OffsetResponseHeader>()
+                    .unwrap()
+                    .offset,
+                0
+            );
+        }
+    })
+    .unwrap();
+}
+
+#[test]
+fn bad_requests_get_error_responses_and_the_connection_survives() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        let bad_heartbeat = RemotingCommand::request(code::HEART_BEAT).with_body(&b"{not json"[..]);
+        assert_eq!(
+            call(&client, bad_heartbeat).await.code,
+            response::SYSTEM_ERROR
+        );
+        let mut missing_header = RemotingCommand::request(code::SEND_MESSAGE_V2);
+        missing_header.ext_fields.insert("b".into(), "T".into());
+        let resp = call(&client, missing_header).await;
+        assert_eq!(resp.code, response::SYSTEM_ERROR);
+        assert!(resp.remark.unwrap().contains("is null"));
+        let mut wrong_type = pull("T", 0, 0, "*", 0);
+        wrong_type
+            .ext_fields
+            .insert("queueOffset".into(), "not-a-number".into());
+        assert_eq!(call(&client, wrong_type).await.code, response::SYSTEM_ERROR);
+        let unknown = call(&client, RemotingCommand::request(9999)).await;
+        assert_eq!(unknown.code, response::REQUEST_CODE_NOT_SUPPORTED);
+        // Still served.
+        assert_eq!(
+            call(&client, create_topic("Alive", 1)).await.code,
+            response::SUCCESS
+        );
+    })
+    .unwrap();
+}
+
+/// Regression (found by the Java 4.9.8 restart scenario): a held pull carries the commit
+/// offset of when it was sent; it is stored on arrival, so waking it later must not write it
+/// over offsets committed meanwhile.
+#[test]
+fn a_held_pull_does_not_roll_back_offsets_committed_while_it_waited() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TC", 1)).await.code,
+            response::SUCCESS
+        );
+        for i in 0..2 {
+            let sent = call(&client, send("TC", 0, format!("m{i}").as_bytes(), &[])).await;
+            assert_eq!(sent.code, response::SUCCESS);
+        }
+        // Commit flag (1) with offset 1, held at the end of the queue (offset 2).
+        let mut held = pull("TC", 0, 2, "*", 20_000);
+        held.ext_fields
+            .insert("sysFlag".into(), (1 | 2 | 4).to_string());
+        held.ext_fields.insert("commitOffset".into(), "1".into());
+        let held = client.request(held, Duration::from_secs(30));
+        let meanwhile = async {
+            glommio::timer::Timer::new(Duration::from_millis(200)).await;
+            let update = RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
+                &UpdateConsumerOffsetRequestHeader {
+                    consumer_group: "CG".into(),
+                    topic: "TC".into(),
+                    queue_id: 0,
+                    commit_offset: 2,
+                },
+            );
+            assert_eq!(call(&client, update).await.code, response::SUCCESS);
+            call(&client, send("TC", 0, b"wake", &[])).await
+        };
+        let (pulled, _) = futures_lite::future::zip(held, meanwhile).await;
+        assert_eq!(pulled.unwrap().code, response::SUCCESS);
+        let query = RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(
+            &QueryConsumerOffsetRequestHeader {
+                consumer_group: "CG".into(),
+                topic: "TC".into(),
+                queue_id: 0,
+                set_zero_if_not_found: None,
+            },
+        );
+        let offset = call(&client, query)
+            .await
+            .decode_header::<OffsetResponseHeader>()
+            .unwrap()
+            .offset;
+        assert_eq!(
+            offset, 2,
+            "the held pull's commit of 1 was stored before the update to 2"
+        );
+    })
+    .unwrap();
+}
