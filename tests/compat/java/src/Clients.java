@@ -92,16 +92,28 @@ final class Clients {
         return producer.getDefaultMQProducerImpl().getmQClientFactory().getMQClientAPIImpl();
     }
 
-    /** The master brokers' addresses, from the NameServer's cluster info. */
-    static List<String> masters(DefaultMQProducer producer) throws Exception {
-        ClusterInfo info = api(producer).getBrokerClusterInfo(REQUEST_TIMEOUT_MS);
+    /**
+     * The master brokers' addresses, from the NameServer's cluster info: waits (bounded) until
+     * there is one, so a broker still registering or a NameServer slow to answer on a loaded
+     * machine does not fail the scenario.
+     */
+    static List<String> masters(DefaultMQProducer producer) {
         List<String> masters = new ArrayList<>();
-        for (BrokerData broker : info.getBrokerAddrTable().values()) {
-            String addr = broker.getBrokerAddrs().get(MixAll.MASTER_ID);
-            if (addr != null) {
-                masters.add(addr);
+        Check.until("cluster info lists a master broker", STATE_WAIT_MS, () -> {
+            masters.clear();
+            try {
+                ClusterInfo info = api(producer).getBrokerClusterInfo(REQUEST_TIMEOUT_MS);
+                for (BrokerData broker : info.getBrokerAddrTable().values()) {
+                    String addr = broker.getBrokerAddrs().get(MixAll.MASTER_ID);
+                    if (addr != null) {
+                        masters.add(addr);
+                    }
+                }
+            } catch (Exception e) {
+                Check.info("cluster info: " + e);
             }
-        }
+            return !masters.isEmpty();
+        });
         return masters;
     }
 
@@ -111,7 +123,6 @@ final class Clients {
      */
     static void createTopic(DefaultMQProducer producer, String topic) throws Exception {
         List<String> masters = masters(producer);
-        Check.that(!masters.isEmpty(), "cluster info lists a master broker " + masters);
         for (String addr : masters) {
             TopicConfig config = new TopicConfig(topic, QUEUES, QUEUES, PERM_READ_WRITE);
             api(producer).createTopic(addr, "TBW102", config, REQUEST_TIMEOUT_MS);
