@@ -4,7 +4,8 @@
 //! a crash (SIGKILL after SEND_OK under SYNC_FLUSH); two consumers of a group splitting the
 //! queues and one taking over when the other stops; the same over the VIP channel; RECONSUME_LATER
 //! redelivered through the group's retry topic after its delay; an orderly consumer (queue
-//! locks) getting each order's messages in sequence. The checks are in tests/compat/java/src
+//! locks) getting each order's messages in sequence; a lite pull consumer polling, committing
+//! and seeking. The checks are in tests/compat/java/src
 //! (one scenario per subcommand); tests/compat/java/run-against-apache.sh runs the same
 //! scenarios against Apache RocketMQ itself.
 //!
@@ -186,6 +187,14 @@ fn an_orderly_consumer_locks_its_queues_and_gets_each_order_in_sequence() {
     let java = JavaScenarios::compile();
     let broker = Standalone::start(SHARDS);
     java.run("orderly", &broker, &RunNames::new("orderly"), &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn a_lite_pull_consumer_polls_commits_and_seeks() {
+    let java = JavaScenarios::compile();
+    let broker = Standalone::start(SHARDS);
+    java.run("lite-pull", &broker, &RunNames::new("lite"), &[]);
 }
 
 #[test]

@@ -54,7 +54,8 @@ final class Received {
         return List.copyOf(ordered);
     }
 
-    private synchronized void record(List<MessageExt> msgs, String consumer) {
+    /** Records `msgs` as delivered to `consumer` (listeners call it; a pull consumer too). */
+    synchronized void record(List<MessageExt> msgs, String consumer) {
         for (MessageExt msg : msgs) {
             Delivery delivery = new Delivery(msg, consumer, System.currentTimeMillis());
             byMsgId.computeIfAbsent(msg.getMsgId(), id -> new ArrayList<>()).add(delivery);

@@ -9,8 +9,9 @@ import java.util.Map;
  *
  * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
  * [--crash] [--vip]. Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance,
- * retry, orderly. --crash: the broker was killed between the restart phases; --vip: clients
- * use the broker's VIP channel (its port - 2) as clients with vipChannelEnabled do.
+ * retry, orderly, lite-pull. --crash: the broker was killed between the restart phases;
+ * --vip: clients use the broker's VIP channel (its port - 2) as clients with
+ * vipChannelEnabled do.
  */
 public final class RingmqCompat {
     /** Exit status when a check failed. */
@@ -44,6 +45,7 @@ public final class RingmqCompat {
                 case "rebalance" -> Rebalance.run(a);
                 case "retry" -> Retry.run(a);
                 case "orderly" -> Orderly.run(a);
+                case "lite-pull" -> LitePull.run(a);
                 default -> usage("unknown scenario " + args[0]);
             }
         } catch (Check.Abort e) {
@@ -96,7 +98,8 @@ public final class RingmqCompat {
 
     private static void usage(String why) {
         System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
-                + "|restart-phase2|rebalance|retry|orderly --namesrv HOST:PORT --topic T --group G"
+                + "|restart-phase2|rebalance|retry|orderly|lite-pull --namesrv HOST:PORT"
+                + " --topic T --group G"
                 + " [--state FILE] [--crash] [--vip]");
         System.out.flush();
         Runtime.getRuntime().halt(EXIT_ERROR);
