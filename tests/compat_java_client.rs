@@ -116,9 +116,14 @@ impl RunNames {
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn sync_async_oneway_and_batch_sends_reach_a_tag_subscribed_push_consumer_intact() {
+    scenario_on_a_fresh_broker("produce-consume", &[]);
+}
+
+/// Runs `scenario` against a `ringmq standalone` of its own, with a topic and group of its own.
+fn scenario_on_a_fresh_broker(scenario: &str, extra: &[&str]) {
     let java = JavaScenarios::compile();
     let broker = Standalone::start(SHARDS);
-    java.run("produce-consume", &broker, &RunNames::new("produce"), &[]);
+    java.run(scenario, &broker, &RunNames::new(scenario), extra);
 }
 
 /// Phase 1 (sends, consumes, sends more), the broker stopped by `stop`, started again on the
@@ -160,14 +165,7 @@ fn messages_acknowledged_under_sync_flush_survive_a_kill() {
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn clients_with_the_vip_channel_send_and_consume_on_the_port_below() {
-    let java = JavaScenarios::compile();
-    let broker = Standalone::start(SHARDS);
-    java.run(
-        "produce-consume",
-        &broker,
-        &RunNames::new("vip"),
-        &["--vip"],
-    );
+    scenario_on_a_fresh_broker("produce-consume", &["--vip"]);
 }
 
 /// Skipped by scripts/test.sh until the broker has CONSUMER_SEND_MSG_BACK and delay levels
@@ -176,31 +174,23 @@ fn clients_with_the_vip_channel_send_and_consume_on_the_port_below() {
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn reconsume_later_redelivers_through_the_retry_topic_after_the_delay() {
-    let java = JavaScenarios::compile();
-    let broker = Standalone::start(SHARDS);
-    java.run("retry", &broker, &RunNames::new("retry"), &[]);
+    scenario_on_a_fresh_broker("retry", &[]);
 }
 
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn an_orderly_consumer_locks_its_queues_and_gets_each_order_in_sequence() {
-    let java = JavaScenarios::compile();
-    let broker = Standalone::start(SHARDS);
-    java.run("orderly", &broker, &RunNames::new("orderly"), &[]);
+    scenario_on_a_fresh_broker("orderly", &[]);
 }
 
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn a_lite_pull_consumer_polls_commits_and_seeks() {
-    let java = JavaScenarios::compile();
-    let broker = Standalone::start(SHARDS);
-    java.run("lite-pull", &broker, &RunNames::new("lite"), &[]);
+    scenario_on_a_fresh_broker("lite-pull", &[]);
 }
 
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn two_consumers_split_the_queues_and_one_takes_over_when_the_other_stops() {
-    let java = JavaScenarios::compile();
-    let broker = Standalone::start(SHARDS);
-    java.run("rebalance", &broker, &RunNames::new("rebalance"), &[]);
+    scenario_on_a_fresh_broker("rebalance", &[]);
 }

@@ -163,5 +163,9 @@ for scenario in "${scenarios[@]}"; do
     kill -9 "$broker_pid" 2>/dev/null || true
     wait "$broker_pid" 2>/dev/null || true
 done
-[ "$failed" = 0 ] && echo "all scenarios passed against Apache RocketMQ" || echo "SOME SCENARIOS FAILED"
+if [ "$failed" = 0 ]; then
+    echo "all scenarios passed against Apache RocketMQ"
+else
+    echo "SOME SCENARIOS FAILED"
+fi
 exit "$failed"
