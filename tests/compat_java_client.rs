@@ -5,7 +5,7 @@
 //! queues and one taking over when the other stops; the same over the VIP channel; RECONSUME_LATER
 //! redelivered through the group's retry topic after its delay; an orderly consumer (queue
 //! locks) getting each order's messages in sequence; a lite pull consumer polling, committing
-//! and seeking. The checks are in tests/compat/java/src
+//! and seeking; transactional messages delivered only when committed. The checks are in tests/compat/java/src
 //! (one scenario per subcommand); tests/compat/java/run-against-apache.sh runs the same
 //! scenarios against Apache RocketMQ itself.
 //!
@@ -175,6 +175,14 @@ fn clients_with_the_vip_channel_send_and_consume_on_the_port_below() {
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn reconsume_later_redelivers_through_the_retry_topic_after_the_delay() {
     scenario_on_a_fresh_broker("retry", &[]);
+}
+
+/// Skipped by scripts/test.sh until the broker holds half messages until END_TRANSACTION
+/// (finding 4 in the compat notes): ringmq stores them as ordinary messages.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn transactional_messages_reach_consumers_only_when_committed() {
+    scenario_on_a_fresh_broker("transaction", &[]);
 }
 
 #[test]
