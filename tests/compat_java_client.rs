@@ -5,7 +5,8 @@
 //! queues and one taking over when the other stops; the same over the VIP channel; RECONSUME_LATER
 //! redelivered through the group's retry topic after its delay; an orderly consumer (queue
 //! locks) getting each order's messages in sequence; a lite pull consumer polling, committing
-//! and seeking; transactional messages delivered only when committed. The checks are in tests/compat/java/src
+//! and seeking; transactional messages delivered only when committed; broadcasting consumers.
+//! The checks are in tests/compat/java/src
 //! (one scenario per subcommand); tests/compat/java/run-against-apache.sh runs the same
 //! scenarios against Apache RocketMQ itself.
 //!
@@ -183,6 +184,12 @@ fn reconsume_later_redelivers_through_the_retry_topic_after_the_delay() {
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn transactional_messages_reach_consumers_only_when_committed() {
     scenario_on_a_fresh_broker("transaction", &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn broadcasting_consumers_of_one_group_each_get_every_message() {
+    scenario_on_a_fresh_broker("broadcast", &[]);
 }
 
 #[test]

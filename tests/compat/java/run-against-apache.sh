@@ -7,14 +7,15 @@
 #
 # Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
 # produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, orderly,
-# lite-pull, transaction (default: all). Needs Java 17+ and the jars in ~/.m2 (scripts/fetch-deps.sh fetches
-# them); runs offline. Exits non-zero if any scenario fails. Leaves nothing running.
+# lite-pull, transaction, broadcast (default: all). Needs Java 17+ and the jars in ~/.m2
+# (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
+# Leaves nothing running and removes its temporary directory (KEEP_WORK=1 keeps it).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] ||
     scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry orderly
-        lite-pull transaction)
+        lite-pull transaction broadcast)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
@@ -133,7 +134,7 @@ for scenario in "${scenarios[@]}"; do
     topic="CompatTopic_$run" group="CompatGroup_$run" store="$work/store-$run"
     echo "== $scenario against Apache RocketMQ =="
     case "$scenario" in
-    produce-consume | rebalance | retry | orderly | lite-pull | transaction)
+    produce-consume | rebalance | retry | orderly | lite-pull | transaction | broadcast)
         start_broker "$store" ASYNC_FLUSH
         run_java "$scenario" "$topic" "$group" || failed=1
         ;;

@@ -9,8 +9,8 @@ import java.util.Map;
  *
  * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
  * [--crash] [--vip]. Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance,
- * retry, orderly, lite-pull, transaction. --crash: the broker was killed between the restart
- * phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
+ * retry, orderly, lite-pull, transaction, broadcast. --crash: the broker was killed between
+ * the restart phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
  * vipChannelEnabled do.
  */
 public final class RingmqCompat {
@@ -47,6 +47,7 @@ public final class RingmqCompat {
                 case "orderly" -> Orderly.run(a);
                 case "lite-pull" -> LitePull.run(a);
                 case "transaction" -> Transaction.run(a);
+                case "broadcast" -> Broadcast.run(a);
                 default -> usage("unknown scenario " + args[0]);
             }
         } catch (Check.Abort e) {
@@ -99,7 +100,7 @@ public final class RingmqCompat {
 
     private static void usage(String why) {
         System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
-                + "|restart-phase2|rebalance|retry|orderly|lite-pull|transaction"
+                + "|restart-phase2|rebalance|retry|orderly|lite-pull|transaction|broadcast"
                 + " --namesrv HOST:PORT"
                 + " --topic T --group G"
                 + " [--state FILE] [--crash] [--vip]");
