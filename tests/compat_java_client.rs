@@ -1,15 +1,18 @@
 //! The official Java client, rocketmq-client 4.9.8, against a real `ringmq standalone` with 2
-//! shards: sync, async, oneway and batch sends consumed intact by a clustering push consumer
-//! with a tag subscription; messages and consumer offsets across a clean restart (SIGTERM) and
-//! a crash (SIGKILL after SEND_OK under SYNC_FLUSH); two consumers of a group splitting the
-//! queues and one taking over when the other stops; the same over the VIP channel; RECONSUME_LATER
-//! redelivered through the group's retry topic after its delay; an orderly consumer (queue
-//! locks) getting each order's messages in sequence; a lite pull consumer polling, committing
-//! and seeking; transactional messages delivered only when committed; broadcasting consumers.
-//! The checks are in tests/compat/java/src
-//! (one scenario per subcommand); tests/compat/java/run-against-apache.sh runs the same
-//! scenarios against Apache RocketMQ itself.
+//! shards, one broker per test:
+//! - sync, async, oneway and batch sends consumed intact by a clustering push consumer with a
+//!   tag subscription, then found by offsetMsgId, key and msgId; the same over the VIP channel;
+//! - messages and consumer offsets across a clean restart (SIGTERM) and a crash (SIGKILL after
+//!   SEND_OK under SYNC_FLUSH);
+//! - two consumers of a group splitting the queues, one taking over when the other stops;
+//! - an orderly consumer (queue locks) getting each order in sequence; a lite pull consumer
+//!   polling, committing and seeking; broadcasting consumers each getting every message;
+//! - RECONSUME_LATER redelivered through the retry topic after its delay, and transactional
+//!   messages delivered only when committed (both skipped by scripts/test.sh: the broker has
+//!   neither yet).
 //!
+//! The checks are in tests/compat/java/src, one scenario per subcommand;
+//! tests/compat/java/run-against-apache.sh runs the same scenarios against Apache RocketMQ.
 //! Needs Java 17+ and Maven with rocketmq-client 4.9.8 in the local repository (offline:
 //! scripts/fetch-deps.sh), so these are ignored by default:
 //! `cargo test -p ringmq --test compat_java_client -- --ignored --test-threads=1`.
@@ -114,12 +117,6 @@ impl RunNames {
     }
 }
 
-#[test]
-#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
-fn sync_async_oneway_and_batch_sends_reach_a_tag_subscribed_push_consumer_intact() {
-    scenario_on_a_fresh_broker("produce-consume", &[]);
-}
-
 /// Runs `scenario` against a `ringmq standalone` of its own, with a topic and group of its own.
 fn scenario_on_a_fresh_broker(scenario: &str, extra: &[&str]) {
     let java = JavaScenarios::compile();
@@ -142,6 +139,12 @@ fn restart_scenario(args: &[&str], stop: impl FnOnce(&mut Standalone), crash: bo
         phase2.push("--crash");
     }
     java.run("restart-phase2", &broker, &names, &phase2);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn sync_async_oneway_and_batch_sends_reach_a_tag_subscribed_push_consumer_intact() {
+    scenario_on_a_fresh_broker("produce-consume", &[]);
 }
 
 #[test]
