@@ -56,6 +56,8 @@ pub struct BrokerShard {
     boot_timestamp_ms: i64,
     /// Set at a clean stop: sends are refused so nothing is acknowledged after the flush.
     stopping: Cell<bool>,
+    /// The accept loops; dropping them closes the listening sockets.
+    listeners: RefCell<Vec<glommio::Task<()>>>,
     /// This shard itself, for tasks that outlive the call that spawns them.
     me: Weak<BrokerShard>,
 }
@@ -88,6 +90,7 @@ impl BrokerShard {
             queue_cursor: Cell::new(id as u32),
             counters: Cell::new(Counters::default()),
             stopping: Cell::new(false),
+            listeners: RefCell::new(Vec::new()),
             boot_timestamp_ms: ringmq_shards::io::Clock::now_ms(&RealClock),
         })
     }
@@ -97,8 +100,16 @@ impl BrokerShard {
         self.me.upgrade()
     }
 
+    /// Keeps an accept loop running until the stop.
+    pub fn add_listener(&self, accept_loop: glommio::Task<()>) {
+        self.listeners.borrow_mut().push(accept_loop);
+    }
+
+    /// The clean stop begins: no new connections (the accept loops are cancelled, closing
+    /// their sockets) and no new sends; requests on open connections are still answered.
     pub fn begin_stop(&self) {
         self.stopping.set(true);
+        self.listeners.borrow_mut().clear();
     }
 
     pub fn is_stopping(&self) -> bool {

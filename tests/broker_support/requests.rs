@@ -87,19 +87,23 @@ pub fn pull(
 }
 
 pub fn update_offset(group: &str, topic: &str, queue_id: i32, offset: i64) -> RemotingCommand {
-    RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(&UpdateConsumerOffsetRequestHeader {
-        consumer_group: group.into(),
-        topic: topic.into(),
-        queue_id,
-        commit_offset: offset,
-    })
+    RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
+        &UpdateConsumerOffsetRequestHeader {
+            consumer_group: group.into(),
+            topic: topic.into(),
+            queue_id,
+            commit_offset: offset,
+        },
+    )
 }
 
 pub fn query_offset(group: &str, topic: &str, queue_id: i32) -> RemotingCommand {
-    RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(&QueryConsumerOffsetRequestHeader {
-        consumer_group: group.into(),
-        topic: topic.into(),
-        queue_id,
-        set_zero_if_not_found: None,
-    })
+    RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(
+        &QueryConsumerOffsetRequestHeader {
+            consumer_group: group.into(),
+            topic: topic.into(),
+            queue_id,
+            set_zero_if_not_found: None,
+        },
+    )
 }
