@@ -240,17 +240,9 @@ impl ControlPlane {
             code::GET_CONSUMER_CONNECTION_LIST => {
                 let h: ConsumerGroupRequestHeader = request.decode_header()?;
                 let connection = self.tables.borrow().consumers.connection(&h.consumer_group);
-                match connection {
-                    Some(connection) => Ok(ok().with_body(body::encode(&connection)?)),
-                    None => Ok(RemotingCommand::response_to(
-                        request,
-                        response::CONSUMER_NOT_ONLINE,
-                        Some(format!(
-                            "the consumer group[{}] not online",
-                            h.consumer_group
-                        )),
-                    )),
-                }
+                let connection =
+                    connection.ok_or(BrokerError::ConsumerNotOnline(h.consumer_group))?;
+                Ok(ok().with_body(body::encode(&connection)?))
             }
             code::LOCK_BATCH_MQ => {
                 let body: LockBatchRequestBody = body::decode(&request.body)?;

@@ -243,7 +243,7 @@ fn spawn_background(shard: &Rc<BrokerShard>) {
 fn listen(shard: &Rc<BrokerShard>, addr: SocketAddr) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    glommio::spawn_local(server::serve(listener, shard.clone())).detach();
+    shard.add_listener(glommio::spawn_local(server::serve(listener, shard.clone())));
     Ok(bound)
 }
 

@@ -4,6 +4,8 @@
 //! ports and data. Killed on drop, even when the test fails.
 #![allow(dead_code)] // each test binary uses its own subset of these helpers
 
+pub mod requests;
+
 #[path = "../process_support/mod.rs"]
 pub mod process_support;
 
