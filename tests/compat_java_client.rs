@@ -54,7 +54,7 @@ impl JavaScenarios {
             .collect();
         let classes = work.path().join("classes");
         let status = Command::new("javac")
-            .args(["--release", "17", "-nowarn", "-d"])
+            .args(["--release", "17", "-nowarn", "-XDsuppressNotes", "-d"])
             .arg(&classes)
             .arg("-cp")
             .arg(&client_classpath)

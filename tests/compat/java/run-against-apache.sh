@@ -37,7 +37,7 @@ classpath() { # pom -> classpath, resolved offline
 }
 client_cp="$(classpath "$here/pom.xml")"
 server_cp="$(classpath "$here/apache/pom.xml")"
-javac --release 17 -nowarn -d "$work/classes" -cp "$client_cp" "$here"/src/*.java
+javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes" -cp "$client_cp" "$here"/src/*.java
 
 # A free port p such that p-2 (Apache's VIP channel) and p+1 (its HA port) are free too.
 free_port() {
