@@ -8,7 +8,7 @@
 # Per repetition, per broker (each started fresh, data in OUT, removed after):
 #   ASYNC_FLUSH broker: async-1k (1 KiB, 16 producers, 4 sends in flight each), size-16k,
 #                       batch-1k (batches of 32), catch-up (consume async-1k's backlog)
-#   ASYNC_FLUSH broker: e2e at half the slower broker's async-1k rate (open loop)
+#   ASYNC_FLUSH broker: e2e at half the slower broker's async-1k rate (open loop, 16 producers)
 #   SYNC_FLUSH broker:  sync-1k (1 KiB, 64 synchronous producers)
 # plus the broker's CPU seconds per million messages and its RSS idle and at peak.
 set -euo pipefail
@@ -74,7 +74,9 @@ bench() {
 # with_broker KIND FLUSH REP FUNCTION: FUNCTION runs against a fresh broker, stopped afterwards.
 with_broker() {
     local kind=$1 flush=$2 rep=$3 fn=$4
-    local dir=$OUT/$rep/$kind-$flush
+    # One directory per start: the readiness lines are waited for in its logs, so a second
+    # start must not find the first one's.
+    local dir=$OUT/$rep/$kind-$fn
     start_broker "$kind" "$dir" "$flush"
     RSS_IDLE=$(rss_kib "$BROKER_PID")
     log "rep $rep $kind: ${WARMUP_SECONDS}s warm-up"
@@ -97,7 +99,7 @@ sync_phase() {
     bench "$1" "$2" sync-1k $P -t sbs-sync -p 64 --in-flight 1 -s 1024
 }
 e2e_phase() {
-    bench "$1" "$2" e2e e2e -q 8 -c 4 -t sbs-e2e -p 4 --in-flight 4 -s 1024 -r "$E2E_RATE"
+    bench "$1" "$2" e2e e2e -q 8 -c 4 -t sbs-e2e -p 16 --in-flight 4 -s 1024 -r "$E2E_RATE"
 }
 
 msg_rate() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["produce"]["msg_per_s"]))' "$1" 2>/dev/null || echo 0; }

@@ -205,7 +205,7 @@ mod tests {
         let start = Instant::now();
         let mut r = Recorder::new(start, LatencyKind::Send);
         for second in 0..5u64 {
-            let at = start + Duration::from_secs(second);
+            let at = start + Duration::from_millis(second * 1000 + 500);
             r.count(at, 1000 * (second + 1), 1024);
             r.latency(at, Duration::from_micros(100 * (second + 1)));
         }

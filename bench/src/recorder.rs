@@ -124,31 +124,53 @@ impl Recorder {
         }
     }
 
+    /// One point per second. The last second usually ran only in part: it is rated over the
+    /// part that ran, and folded into the second before when that part is a sliver, whose
+    /// rate would be noise.
+    fn timeline(&self) -> Vec<Point> {
+        let end_s = self.last.map_or(self.intervals.len() as f64, |last| {
+            last.saturating_duration_since(self.start).as_secs_f64()
+        });
+        let mut spans: Vec<(usize, usize, f64)> = (0..self.intervals.len())
+            .map(|second| (second, second, 1.0))
+            .collect();
+        if let Some(tail) = spans.pop() {
+            let part = (end_s - tail.0 as f64).clamp(1e-3, 1.0);
+            match spans.last_mut() {
+                Some(before) if part < PARTIAL_SECOND_MIN_S => {
+                    *before = (before.0, tail.1, before.2 + part);
+                }
+                _ => spans.push((tail.0, tail.1, part)),
+            }
+        }
+        spans
+            .into_iter()
+            .map(|(first, last, span)| {
+                let intervals = &self.intervals[first..=last];
+                let mut latency = intervals[0].latency.clone();
+                for interval in &intervals[1..] {
+                    latency
+                        .add(&interval.latency)
+                        .expect("interval histograms have the same bounds");
+                }
+                let messages = intervals.iter().map(|i| i.messages).sum::<u64>();
+                let bytes = intervals.iter().map(|i| i.bytes).sum::<u64>();
+                Point {
+                    t_s: first as u64 + 1,
+                    messages,
+                    msg_per_s: messages as f64 / span,
+                    mib_per_s: mib(bytes) / span,
+                    latency_us: Percentiles::of(&latency),
+                }
+            })
+            .collect()
+    }
+
     /// The totals over `elapsed` seconds of run.
     pub fn summary(&self, elapsed: Duration) -> Summary {
         let seconds = elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
-        let last = self.intervals.len();
-        let timeline = self
-            .intervals
-            .iter()
-            .enumerate()
-            .map(|(second, interval)| {
-                // The last second is usually partial: rate it over the part that ran.
-                let span = if second + 1 == last {
-                    (seconds - second as f64).clamp(1e-3, 1.0)
-                } else {
-                    1.0
-                };
-                Point {
-                    t_s: second as u64 + 1,
-                    messages: interval.messages,
-                    msg_per_s: interval.messages as f64 / span,
-                    mib_per_s: mib(interval.bytes) / span,
-                    latency_us: Percentiles::of(&interval.latency),
-                }
-            })
-            .collect();
         Summary {
+            timeline: self.timeline(),
             messages: self.messages,
             bytes: self.bytes,
             seconds,
@@ -158,10 +180,12 @@ impl Recorder {
             latency_us: Percentiles::of(&self.latency),
             errors: self.errors.clone(),
             error_count: self.errors.values().sum(),
-            timeline,
         }
     }
 }
+
+/// A last second shorter than this is folded into the one before it in the timeline.
+const PARTIAL_SECOND_MIN_S: f64 = 0.5;
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
@@ -300,6 +324,34 @@ mod tests {
         // The third second ran for half a second: 5 messages in it are 10 msg/s.
         assert_eq!(s.timeline[2].msg_per_s, 10.0);
         assert_eq!(s.timeline[2].latency_us.count, 1);
+    }
+
+    #[test]
+    fn a_sliver_of_a_last_second_is_folded_into_the_one_before() {
+        let start = Instant::now();
+        let mut r = Recorder::new(start, LatencyKind::Send);
+        r.count(start + Duration::from_millis(500), 100, 100);
+        r.latency(
+            start + Duration::from_millis(500),
+            Duration::from_micros(10),
+        );
+        r.count(start + Duration::from_millis(1010), 2, 2);
+        r.latency(
+            start + Duration::from_millis(1010),
+            Duration::from_micros(20),
+        );
+        let s = r.summary(Duration::from_millis(1010));
+        assert_eq!(s.timeline.len(), 1, "{:?}", s.timeline);
+        let point = &s.timeline[0];
+        assert_eq!(
+            (point.t_s, point.messages, point.latency_us.count),
+            (1, 102, 2)
+        );
+        assert!(
+            (point.msg_per_s - 102.0 / 1.01).abs() < 1e-6,
+            "{}",
+            point.msg_per_s
+        );
     }
 
     #[test]
