@@ -474,3 +474,39 @@ fn a_held_pull_does_not_roll_back_offsets_committed_while_it_waited() {
     })
     .unwrap();
 }
+
+#[test]
+fn topic_config_is_served_for_a_known_topic_and_refused_for_an_unknown_one() {
+    // mqadmin topicStatus and updateTopic ask GET_TOPIC_CONFIG before anything else.
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TC", 3)).await.code,
+            response::SUCCESS
+        );
+        let get = |topic: &str| {
+            RemotingCommand::request(code::GET_TOPIC_CONFIG).with_header(&TopicRequestHeader {
+                topic: topic.into(),
+            })
+        };
+        let found = call(&client, get("TC")).await;
+        assert_eq!(found.code, response::SUCCESS, "{:?}", found.remark);
+        let config: body::TopicConfig = body::decode(&found.body).unwrap();
+        assert_eq!(
+            (
+                config.topic_name.as_str(),
+                config.read_queue_nums,
+                config.perm
+            ),
+            ("TC", 3, 6)
+        );
+        let missing = call(&client, get("Nope")).await;
+        assert_eq!(missing.code, response::TOPIC_NOT_EXIST);
+        assert_eq!(
+            missing.remark.as_deref(),
+            Some("No topic in this broker. topic: Nope")
+        );
+    })
+    .unwrap();
+}
