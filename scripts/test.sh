@@ -13,7 +13,7 @@ cargo build --workspace --all-targets --locked
 cargo test --workspace --locked -- --test-threads=2
 cargo test -p ringmq --locked \
     --test namesrv_java_client --test namesrv_go_client --test admin_apache_namesrv \
-    --test admin_apache_broker --test compat_java_client \
+    --test admin_apache_broker --test admin_ringmq_broker --test compat_java_client \
     -- --ignored --test-threads=1 \
     --skip reconsume_later_redelivers_through_the_retry_topic_after_the_delay \
     --skip transactional_messages_reach_consumers_only_when_committed

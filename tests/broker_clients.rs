@@ -378,3 +378,42 @@ fn a_locked_queue_belongs_to_one_client_until_it_unlocks() {
     })
     .unwrap();
 }
+
+#[test]
+fn topic_consume_by_who_lists_the_online_groups_subscribing_the_topic() {
+    // What mqadmin queryMsgById asks to track a message through its consumer groups.
+    let broker = Standalone::start(2);
+    block_on(async {
+        let m = member(&broker.broker_addr, "client-1").await;
+        let by_who = |topic: &str| {
+            RemotingCommand::request(code::QUERY_TOPIC_CONSUME_BY_WHO).with_header(
+                &TopicRequestHeader {
+                    topic: topic.into(),
+                },
+            )
+        };
+        let groups = |resp: RemotingCommand| -> serde_json::Value {
+            assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+            serde_json::from_slice::<serde_json::Value>(&resp.body).unwrap()["groupList"].clone()
+        };
+        assert_eq!(
+            groups(call(&m.client, by_who(TOPIC)).await),
+            serde_json::json!([])
+        );
+        let resp = call(&m.client, heartbeat(&m.id, "*", MessageModel::Clustering)).await;
+        assert_eq!(resp.code, response::SUCCESS);
+        // Asked on a second connection too, which may sit on the other shard.
+        let other = member(&broker.broker_addr, "client-2").await;
+        for client in [&m.client, &other.client] {
+            assert_eq!(
+                groups(call(client, by_who(TOPIC)).await),
+                serde_json::json!([GROUP])
+            );
+            assert_eq!(
+                groups(call(client, by_who("Other")).await),
+                serde_json::json!([])
+            );
+        }
+    })
+    .unwrap();
+}

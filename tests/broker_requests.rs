@@ -474,3 +474,123 @@ fn a_held_pull_does_not_roll_back_offsets_committed_while_it_waited() {
     })
     .unwrap();
 }
+
+#[test]
+fn topic_config_is_served_for_a_known_topic_and_refused_for_an_unknown_one() {
+    // mqadmin topicStatus and updateTopic ask GET_TOPIC_CONFIG before anything else.
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TC", 3)).await.code,
+            response::SUCCESS
+        );
+        let get = |topic: &str| {
+            RemotingCommand::request(code::GET_TOPIC_CONFIG).with_header(&TopicRequestHeader {
+                topic: topic.into(),
+            })
+        };
+        let found = call(&client, get("TC")).await;
+        assert_eq!(found.code, response::SUCCESS, "{:?}", found.remark);
+        let config: body::TopicConfig = body::decode(&found.body).unwrap();
+        assert_eq!(
+            (
+                config.topic_name.as_str(),
+                config.read_queue_nums,
+                config.perm
+            ),
+            ("TC", 3, 6)
+        );
+        let missing = call(&client, get("Nope")).await;
+        assert_eq!(missing.code, response::TOPIC_NOT_EXIST);
+        assert_eq!(
+            missing.remark.as_deref(),
+            Some("No topic in this broker. topic: Nope")
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_key_query_answers_the_newest_matches_of_every_shard_oldest_first() {
+    // Java's index query answers the newest `maxNum` matches sorted by commit-log offset, and
+    // mqadmin queryMsgByKey lists them in that order.
+    const SENT: usize = 6;
+    /// Store times one apart at least, so the order across shards is the order sent.
+    const GAP: Duration = Duration::from_millis(2);
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TQ", 4)).await.code,
+            response::SUCCESS
+        );
+        let bodies: Vec<String> = (0..SENT).map(|i| format!("m{i}")).collect();
+        for (i, body) in bodies.iter().enumerate() {
+            let uniq = format!("U{i:030}");
+            let props = [("KEYS", "same"), ("UNIQ_KEY", uniq.as_str())];
+            // Queues 0..3 in turn: both shards hold some of the matches.
+            let sent = call(&client, send("TQ", i as i32 % 4, body.as_bytes(), &props)).await;
+            assert_eq!(sent.code, response::SUCCESS, "{:?}", sent.remark);
+            glommio::timer::Timer::new(GAP).await;
+        }
+        let query = |max_num: i32| {
+            RemotingCommand::request(code::QUERY_MESSAGE).with_header(&QueryMessageRequestHeader {
+                topic: "TQ".into(),
+                key: "same".into(),
+                max_num,
+                begin_timestamp: 0,
+                end_timestamp: i64::MAX,
+            })
+        };
+        let bodies_of = |response: &RemotingCommand| -> Vec<String> {
+            records(response)
+                .iter()
+                .map(|r| String::from_utf8(r.body().to_vec()).unwrap())
+                .collect()
+        };
+        let all = call(&client, query(32)).await;
+        assert_eq!(all.code, response::SUCCESS, "{:?}", all.remark);
+        assert_eq!(bodies_of(&all), bodies);
+        let newest = call(&client, query(3)).await;
+        assert_eq!(bodies_of(&newest), bodies[SENT - 3..]);
+    })
+    .unwrap();
+}
+
+#[test]
+fn stored_messages_carry_the_brokers_cluster_region_and_trace_switch() {
+    // As Java 5.x's broker stores them (AbstractSendMessageProcessor.buildMsgContext), whatever
+    // the producer put there; consumers' trace hooks and mqadmin queryMsgById show them.
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic("TP", 1)).await.code,
+            response::SUCCESS
+        );
+        let props = [
+            ("UNIQ_KEY", "U000000000000000000000000000001"),
+            ("TRACE_ON", "false"),
+            ("MSG_REGION", "Elsewhere"),
+            ("CLUSTER", "Other"),
+        ];
+        let sent = call(&client, send("TP", 0, b"p", &props)).await;
+        assert_eq!(sent.code, response::SUCCESS, "{:?}", sent.remark);
+        let pulled = call(&client, pull("TP", 0, 0, "*", 0)).await;
+        assert_eq!(pulled.code, response::SUCCESS, "{:?}", pulled.remark);
+        let stored = records(&pulled);
+        assert_eq!(stored.len(), 1);
+        for (name, value) in [
+            ("CLUSTER", "DefaultCluster"),
+            ("MSG_REGION", "DefaultRegion"),
+            ("TRACE_ON", "true"),
+            ("UNIQ_KEY", "U000000000000000000000000000001"),
+        ] {
+            assert_eq!(stored[0].property(name), Some(value), "{name}");
+        }
+        // Each once: the producer's values are replaced, not repeated.
+        assert_eq!(stored[0].properties().matches("TRACE_ON").count(), 1);
+    })
+    .unwrap();
+}

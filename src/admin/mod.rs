@@ -8,7 +8,7 @@ mod rpc;
 mod table;
 mod topic;
 
-pub use consumer::{render_consumer_connection, render_consumer_progress, ConsumerConnection};
+pub use consumer::{render_consumer_connection, render_consumer_progress};
 pub use message::{render_key_query, render_message, QUERY_MAX_NUM_DEFAULT};
 pub use topic::{render_topic_status, UpdateTopicArgs};
 

@@ -2,6 +2,7 @@
 
 use super::format::{date_time, human_millis};
 use super::*;
+use crate::protocol::body::consumer_group::ConsumerConnection;
 use crate::protocol::body::stats::{
     ConsumeStats, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable,
 };

@@ -4,6 +4,8 @@
 //! Needs Java 17+. Tests that use it include `namesrv_support` too (for `maven_classpath`).
 #![allow(dead_code)] // each test binary uses its own subset of these helpers
 
+pub mod broker_checks;
+
 use crate::namesrv_support::{maven_classpath, EVENT_DEADLINE};
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -125,15 +127,42 @@ impl JavaEnv {
     }
 }
 
+/// An Apache NameServer, with the Java environment it runs in.
+pub struct ApacheNameServer {
+    // Field order is drop order: the JVM stops before its directory is removed.
+    namesrv: Jvm,
+    pub addr: String,
+    pub java: JavaEnv,
+}
+
+impl ApacheNameServer {
+    /// Starts one on a free loopback port; returns once it has booted.
+    pub fn start() -> Self {
+        let java = JavaEnv::new();
+        let port = free_port();
+        let conf = java.home.0.join("namesrv.properties");
+        std::fs::write(&conf, format!("listenPort={port}\n")).unwrap();
+        let namesrv = spawn_until(
+            java.java()
+                .arg("org.apache.rocketmq.namesrv.NamesrvStartup")
+                .arg("-c")
+                .arg(&conf),
+            "boot success",
+        );
+        Self {
+            namesrv,
+            addr: format!("127.0.0.1:{port}"),
+            java,
+        }
+    }
+}
+
 /// An Apache NameServer and one master broker registered with it.
 pub struct ApacheCluster {
-    // Field order is drop order: the broker stops before its NameServer, and both before
-    // their directory is removed.
+    // Field order is drop order: the broker stops before its NameServer.
     broker: Jvm,
-    namesrv: Jvm,
-    pub namesrv_addr: String,
+    pub namesrv: ApacheNameServer,
     pub broker_addr: String,
-    pub java: JavaEnv,
 }
 
 fn free_port() -> u16 {
@@ -158,20 +187,9 @@ fn free_broker_port() -> u16 {
 
 impl ApacheCluster {
     pub fn start() -> Self {
-        let java = JavaEnv::new();
+        let namesrv = ApacheNameServer::start();
+        let (java, namesrv_addr) = (&namesrv.java, &namesrv.addr);
         let home = &java.home.0;
-        let namesrv_port = free_port();
-        let namesrv_conf = home.join("namesrv.properties");
-        std::fs::write(&namesrv_conf, format!("listenPort={namesrv_port}\n")).unwrap();
-        let namesrv_addr = format!("127.0.0.1:{namesrv_port}");
-        let namesrv = spawn_until(
-            java.java()
-                .arg("org.apache.rocketmq.namesrv.NamesrvStartup")
-                .arg("-c")
-                .arg(&namesrv_conf),
-            "boot success",
-        );
-
         let broker_port = free_broker_port();
         let store = home.join("store");
         let broker_conf = home.join("broker.conf");
@@ -196,16 +214,14 @@ impl ApacheCluster {
         );
         Self {
             broker,
-            namesrv,
-            namesrv_addr,
             broker_addr: format!("127.0.0.1:{broker_port}"),
-            java,
+            namesrv,
         }
     }
 
     /// Runs Apache's `mqadmin <args>` against this cluster's NameServer.
     pub fn mqadmin(&self, args: &[&str]) -> String {
-        self.java.mqadmin(&self.namesrv_addr, args)
+        self.namesrv.java.mqadmin(&self.namesrv.addr, args)
     }
 }
 

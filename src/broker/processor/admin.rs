@@ -1,5 +1,5 @@
-//! Inspection requests: GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (from the
-//! shard's snapshot), and the ones every shard contributes to — GET_TOPIC_STATS_INFO,
+//! Inspection requests: GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+//! and QUERY_TOPIC_CONSUME_BY_WHO (from the shard's snapshot), and the ones every shard contributes to — GET_TOPIC_STATS_INFO,
 //! GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO — each shard answering for what it owns and
 //! the connection's shard merging.
 
@@ -18,6 +18,15 @@ use crate::protocol::header::{
 use crate::protocol::message::record::RecordView;
 use crate::server::not_supported;
 use ringmq_shards::QueueReadRequest;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// `GroupList`, the body of QUERY_TOPIC_CONSUME_BY_WHO.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupList {
+    group_list: BTreeSet<String>,
+}
 
 impl BrokerShard {
     /// Requests any shard answers from its own copy of the control plane.
@@ -46,6 +55,33 @@ impl BrokerShard {
                     ..Default::default()
                 };
                 Ok(ok().with_body(body::encode(&wrapper)?))
+            }
+            code::GET_TOPIC_CONFIG => {
+                // `TopicConfigAndQueueMapping`: the topic's config; no static-topic mapping here.
+                let h: TopicRequestHeader = request.decode_header()?;
+                Ok(match self.topic(&h.topic) {
+                    Some(config) => ok().with_body(body::encode(&config)?),
+                    None => RemotingCommand::response_to(
+                        request,
+                        response::TOPIC_NOT_EXIST,
+                        Some(format!("No topic in this broker. topic: {}", h.topic)),
+                    ),
+                })
+            }
+            code::QUERY_TOPIC_CONSUME_BY_WHO => {
+                // The online groups subscribing the topic (Java adds the groups holding an
+                // offset of it, which are spread over the shards' stores).
+                let h: TopicRequestHeader = request.decode_header()?;
+                let groups = GroupList {
+                    group_list: snapshot
+                        .subscriptions
+                        .groups
+                        .iter()
+                        .filter(|(_, group)| group.subscriptions.contains_key(&h.topic))
+                        .map(|(name, _)| name.clone())
+                        .collect(),
+                };
+                Ok(ok().with_body(body::encode(&groups)?))
             }
             _ => Ok(not_supported(request)),
         }

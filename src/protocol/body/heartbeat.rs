@@ -105,7 +105,7 @@ java_enum!(
 /// `deserialize_with` for an optional Java enum: null, a missing field or a value no variant
 /// matches (Go writes `consumeFromWhere: "UNKNOWN"` for a value outside its three) all read
 /// as `None`.
-fn optional_enum<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+pub(crate) fn optional_enum<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
