@@ -67,8 +67,37 @@ pub fn pull(
     subscription: Option<&str>,
     suspend_ms: i64,
 ) -> RemotingCommand {
+    let header = pull_header(group, topic, queue_id, offset, subscription, suspend_ms);
+    RemotingCommand::request(code::PULL_MESSAGE).with_header(&header)
+}
+
+/// As [`pull`], also committing `commit_offset` for the group (flag 1), as a consumer's pull
+/// carries the offset it has consumed up to.
+pub fn pull_committing(
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    subscription: Option<&str>,
+    suspend_ms: i64,
+    commit_offset: i64,
+) -> RemotingCommand {
+    let mut header = pull_header(group, topic, queue_id, offset, subscription, suspend_ms);
+    header.sys_flag |= 1;
+    header.commit_offset = commit_offset;
+    RemotingCommand::request(code::PULL_MESSAGE).with_header(&header)
+}
+
+fn pull_header(
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    subscription: Option<&str>,
+    suspend_ms: i64,
+) -> PullMessageRequestHeader {
     let sys_flag = if subscription.is_some() { 4 } else { 0 } | if suspend_ms > 0 { 2 } else { 0 };
-    RemotingCommand::request(code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+    PullMessageRequestHeader {
         consumer_group: group.into(),
         topic: topic.into(),
         queue_id,
@@ -83,23 +112,27 @@ pub fn pull(
         max_msg_bytes: None,
         request_source: None,
         proxy_forward_client_id: None,
-    })
+    }
 }
 
 pub fn update_offset(group: &str, topic: &str, queue_id: i32, offset: i64) -> RemotingCommand {
-    RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(&UpdateConsumerOffsetRequestHeader {
-        consumer_group: group.into(),
-        topic: topic.into(),
-        queue_id,
-        commit_offset: offset,
-    })
+    RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
+        &UpdateConsumerOffsetRequestHeader {
+            consumer_group: group.into(),
+            topic: topic.into(),
+            queue_id,
+            commit_offset: offset,
+        },
+    )
 }
 
 pub fn query_offset(group: &str, topic: &str, queue_id: i32) -> RemotingCommand {
-    RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(&QueryConsumerOffsetRequestHeader {
-        consumer_group: group.into(),
-        topic: topic.into(),
-        queue_id,
-        set_zero_if_not_found: None,
-    })
+    RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(
+        &QueryConsumerOffsetRequestHeader {
+            consumer_group: group.into(),
+            topic: topic.into(),
+            queue_id,
+            set_zero_if_not_found: None,
+        },
+    )
 }
