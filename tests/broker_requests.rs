@@ -4,7 +4,7 @@
 mod broker_support;
 
 use broker_support::requests::{
-    call, create_topic, pull, pull_committing, query_offset, send, update_offset,
+    call, create_topic, pull, pull_committing, query_offset, send, update_offset, TIMEOUT,
 };
 use broker_support::Standalone;
 use bytes::Bytes;
@@ -15,11 +15,14 @@ use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::*;
 use ringmq::protocol::message::record::{format_properties, RecordView};
 use ringmq::protocol::message::{encode_batch, split_records, BatchEntry, OffsetMsgId};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const QUEUES: i32 = 8;
 /// The consumer group of every pull and offset request below.
 const GROUP: &str = "CG";
+/// Offset queries while waiting for a held pull's commit to be stored: a bound on the loop
+/// besides its deadline; each query is one round trip, so the commit shows within a few.
+const COMMIT_QUERIES_MAX: usize = 10_000;
 
 fn records(response: &RemotingCommand) -> Vec<RecordView> {
     split_records(response.body.clone())
@@ -348,7 +351,21 @@ fn a_held_pull_does_not_roll_back_offsets_committed_while_it_waited() {
         let held = pull_committing(GROUP, "TC", 0, 2, Some("*"), 20_000, 1);
         let held = client.request(held, Duration::from_secs(30));
         let meanwhile = async {
-            glommio::timer::Timer::new(Duration::from_millis(200)).await;
+            // The update must come after the held pull's commit of 1 is stored, so wait until
+            // that commit shows (a fixed delay lost that race on a loaded machine).
+            let deadline = Instant::now() + TIMEOUT;
+            let mut committed = 0;
+            for _ in 0..COMMIT_QUERIES_MAX {
+                committed = call(&client, query_offset(GROUP, "TC", 0))
+                    .await
+                    .decode_header::<OffsetResponseHeader>()
+                    .unwrap()
+                    .offset;
+                if committed == 1 || Instant::now() > deadline {
+                    break;
+                }
+            }
+            assert_eq!(committed, 1, "the held pull's commit arrived");
             let update = update_offset(GROUP, "TC", 0, 2);
             assert_eq!(call(&client, update).await.code, response::SUCCESS);
             call(&client, send("TC", 0, b"wake", &[])).await
