@@ -4,7 +4,7 @@
 mod broker_support;
 
 use broker_support::requests::{
-    call, create_topic, pull, pull_committing, query_offset, send, update_offset, TIMEOUT,
+    call, committing, create_topic, pull, query_offset, send, update_offset, TIMEOUT,
 };
 use broker_support::Standalone;
 use bytes::Bytes;
@@ -348,7 +348,7 @@ fn a_held_pull_does_not_roll_back_offsets_committed_while_it_waited() {
             assert_eq!(sent.code, response::SUCCESS);
         }
         // Commits offset 1, held at the end of the queue (offset 2).
-        let held = pull_committing(GROUP, "TC", 0, 2, Some("*"), 20_000, 1);
+        let held = committing(pull(GROUP, "TC", 0, 2, Some("*"), 20_000), 1);
         let held = client.request(held, Duration::from_secs(30));
         let meanwhile = async {
             // The update must come after the held pull's commit of 1 is stored, so wait until

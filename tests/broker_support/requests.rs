@@ -67,37 +67,8 @@ pub fn pull(
     subscription: Option<&str>,
     suspend_ms: i64,
 ) -> RemotingCommand {
-    let header = pull_header(group, topic, queue_id, offset, subscription, suspend_ms);
-    RemotingCommand::request(code::PULL_MESSAGE).with_header(&header)
-}
-
-/// As [`pull`], also committing `commit_offset` for the group (flag 1), as a consumer's pull
-/// carries the offset it has consumed up to.
-pub fn pull_committing(
-    group: &str,
-    topic: &str,
-    queue_id: i32,
-    offset: i64,
-    subscription: Option<&str>,
-    suspend_ms: i64,
-    commit_offset: i64,
-) -> RemotingCommand {
-    let mut header = pull_header(group, topic, queue_id, offset, subscription, suspend_ms);
-    header.sys_flag |= 1;
-    header.commit_offset = commit_offset;
-    RemotingCommand::request(code::PULL_MESSAGE).with_header(&header)
-}
-
-fn pull_header(
-    group: &str,
-    topic: &str,
-    queue_id: i32,
-    offset: i64,
-    subscription: Option<&str>,
-    suspend_ms: i64,
-) -> PullMessageRequestHeader {
     let sys_flag = if subscription.is_some() { 4 } else { 0 } | if suspend_ms > 0 { 2 } else { 0 };
-    PullMessageRequestHeader {
+    RemotingCommand::request(code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
         consumer_group: group.into(),
         topic: topic.into(),
         queue_id,
@@ -112,7 +83,16 @@ fn pull_header(
         max_msg_bytes: None,
         request_source: None,
         proxy_forward_client_id: None,
-    }
+    })
+}
+
+/// A request built by [`pull`], also committing `commit_offset` for its group (flag 1), as a
+/// push consumer's pull carries the offset it has consumed up to.
+pub fn committing(pull: RemotingCommand, commit_offset: i64) -> RemotingCommand {
+    let mut header: PullMessageRequestHeader = pull.decode_header().expect("a pull's header");
+    header.sys_flag |= 1;
+    header.commit_offset = commit_offset;
+    RemotingCommand::request(code::PULL_MESSAGE).with_header(&header)
 }
 
 pub fn update_offset(group: &str, topic: &str, queue_id: i32, offset: i64) -> RemotingCommand {
