@@ -5,8 +5,8 @@
 
 mod broker_support;
 
+use broker_support::requests::{call, create_topic, pull, send, update_offset};
 use broker_support::Standalone;
-use bytes::Bytes;
 use ringmq::client::{block_on, RemotingClient};
 use ringmq::protocol::body::consumer_group::GetConsumerListByGroupResponseBody;
 use ringmq::protocol::body::heartbeat::{
@@ -18,7 +18,6 @@ use ringmq::protocol::body::{self};
 use ringmq::protocol::codes::{request as code, response};
 use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::*;
-use ringmq::protocol::message::record::format_properties;
 use ringmq::protocol::message::split_records;
 use ringmq::server::connection::Connection;
 use ringmq::server::{RequestError, RequestHandler};
@@ -26,7 +25,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-const TIMEOUT: Duration = Duration::from_secs(10);
 const TOPIC: &str = "GroupTopic";
 const GROUP: &str = "G";
 
@@ -94,10 +92,6 @@ fn heartbeat(client_id: &str, expression: &str, model: MessageModel) -> Remoting
         ..HeartbeatData::default()
     };
     RemotingCommand::request(code::HEART_BEAT).with_body(body::encode(&data).unwrap())
-}
-
-async fn call(client: &RemotingClient, request: RemotingCommand) -> RemotingCommand {
-    client.request(request, TIMEOUT).await.expect("response")
 }
 
 async fn members(client: &RemotingClient) -> RemotingCommand {
@@ -194,21 +188,8 @@ fn pulls_on_every_shard_filter_by_the_groups_heartbeat_subscription() {
     let broker = Standalone::start(2);
     block_on(async {
         let m = member(&broker.broker_addr, "filtering-client").await;
-        let create = RemotingCommand::request(code::UPDATE_AND_CREATE_TOPIC).with_header(
-            &CreateTopicRequestHeader {
-                topic: TOPIC.into(),
-                default_topic: "TBW102".into(),
-                read_queue_nums: 4,
-                write_queue_nums: 4,
-                perm: 6,
-                topic_filter_type: "SINGLE_TAG".into(),
-                topic_sys_flag: None,
-                order: false,
-                attributes: None,
-                force: false,
-            },
-        );
-        assert_eq!(call(&m.client, create).await.code, response::SUCCESS);
+        let created = call(&m.client, create_topic(TOPIC, 4)).await;
+        assert_eq!(created.code, response::SUCCESS);
         assert_eq!(
             call(
                 &m.client,
@@ -220,49 +201,14 @@ fn pulls_on_every_shard_filter_by_the_groups_heartbeat_subscription() {
         );
         for queue in 0..4 {
             for tag in ["TagA", "TagB", "TagC"] {
-                let send = RemotingCommand::request(code::SEND_MESSAGE_V2)
-                    .with_header(&SendMessageRequestHeaderV2(SendMessageRequestHeader {
-                        producer_group: "P".into(),
-                        topic: TOPIC.into(),
-                        default_topic: "TBW102".into(),
-                        default_topic_queue_nums: 4,
-                        queue_id: queue,
-                        sys_flag: 0,
-                        born_timestamp: 1,
-                        flag: 0,
-                        properties: Some(format_properties([("TAGS", tag)])),
-                        reconsume_times: None,
-                        unit_mode: None,
-                        max_reconsume_times: None,
-                        batch: None,
-                        broker_name: None,
-                    }))
-                    .with_body(Bytes::from_static(b"x"));
-                assert_eq!(call(&m.client, send).await.code, response::SUCCESS);
+                let sent = call(&m.client, send(TOPIC, queue, b"x", &[("TAGS", tag)])).await;
+                assert_eq!(sent.code, response::SUCCESS);
             }
         }
         for queue in 0..4 {
             // No subscription flag: the broker uses the group's subscription from the heartbeat,
             // which every shard holds in its snapshot.
-            let pull = RemotingCommand::request(code::PULL_MESSAGE).with_header(
-                &PullMessageRequestHeader {
-                    consumer_group: GROUP.into(),
-                    topic: TOPIC.into(),
-                    queue_id: queue,
-                    queue_offset: 0,
-                    max_msg_nums: 32,
-                    sys_flag: 0,
-                    commit_offset: 0,
-                    suspend_timeout_millis: 0,
-                    subscription: None,
-                    sub_version: 0,
-                    expression_type: None,
-                    max_msg_bytes: None,
-                    request_source: None,
-                    proxy_forward_client_id: None,
-                },
-            );
-            let got = call(&m.client, pull).await;
+            let got = call(&m.client, pull(GROUP, TOPIC, queue, 0, None, 0)).await;
             assert_eq!(got.code, response::SUCCESS, "{:?}", got.remark);
             let tags: Vec<String> = split_records(got.body.clone())
                 .map(|r| r.unwrap().property("TAGS").unwrap().to_owned())
@@ -270,23 +216,7 @@ fn pulls_on_every_shard_filter_by_the_groups_heartbeat_subscription() {
             assert_eq!(tags, ["TagA", "TagC"], "queue {queue}");
         }
         // An unknown group has no subscription: SUBSCRIPTION_NOT_EXIST, as Java answers.
-        let unknown =
-            RemotingCommand::request(code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-                consumer_group: "nobody".into(),
-                topic: TOPIC.into(),
-                queue_id: 0,
-                queue_offset: 0,
-                max_msg_nums: 32,
-                sys_flag: 0,
-                commit_offset: 0,
-                suspend_timeout_millis: 0,
-                subscription: None,
-                sub_version: 0,
-                expression_type: None,
-                max_msg_bytes: None,
-                request_source: None,
-                proxy_forward_client_id: None,
-            });
+        let unknown = pull("nobody", TOPIC, 0, 0, None, 0);
         assert_eq!(
             call(&m.client, unknown).await.code,
             response::SUBSCRIPTION_NOT_EXIST
@@ -294,14 +224,7 @@ fn pulls_on_every_shard_filter_by_the_groups_heartbeat_subscription() {
 
         // Consume stats cover the queues of both shards.
         for queue in 0..4 {
-            let update = RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
-                &UpdateConsumerOffsetRequestHeader {
-                    consumer_group: GROUP.into(),
-                    topic: TOPIC.into(),
-                    queue_id: queue,
-                    commit_offset: 1,
-                },
-            );
+            let update = update_offset(GROUP, TOPIC, queue, 1);
             assert_eq!(call(&m.client, update).await.code, response::SUCCESS);
         }
         let stats = call(

@@ -4,16 +4,12 @@
 
 mod broker_support;
 
+use broker_support::requests::{call, pull, query_offset, send, update_offset};
 use broker_support::Standalone;
-use bytes::Bytes;
 use ringmq::client::{block_on, RemotingClient};
-use ringmq::protocol::codes::{request as code, response};
-use ringmq::protocol::command::RemotingCommand;
-use ringmq::protocol::header::*;
+use ringmq::protocol::codes::response;
+use ringmq::protocol::header::OffsetResponseHeader;
 use ringmq::protocol::message::split_records;
-use std::time::Duration;
-
-const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// O_DIRECT in /proc/<pid>/fdinfo `flags` (octal, x86-64 and aarch64 differ; read from libc).
 const O_DIRECT: u32 = libc::O_DIRECT as u32;
@@ -91,46 +87,6 @@ fn commit_logs_are_o_direct_and_shards_are_pinned_one_per_core() {
     }
 }
 
-fn send(topic: &str, queue_id: i32, body: String) -> RemotingCommand {
-    RemotingCommand::request(code::SEND_MESSAGE_V2)
-        .with_header(&SendMessageRequestHeaderV2(SendMessageRequestHeader {
-            producer_group: "PG".into(),
-            topic: topic.into(),
-            default_topic: "TBW102".into(),
-            default_topic_queue_nums: 4,
-            queue_id,
-            sys_flag: 0,
-            born_timestamp: 1,
-            flag: 0,
-            properties: None,
-            reconsume_times: None,
-            unit_mode: None,
-            max_reconsume_times: None,
-            batch: None,
-            broker_name: None,
-        }))
-        .with_body(Bytes::from(body))
-}
-
-fn pull_all(topic: &str, queue_id: i32) -> RemotingCommand {
-    RemotingCommand::request(code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-        consumer_group: "CG".into(),
-        topic: topic.into(),
-        queue_id,
-        queue_offset: 0,
-        max_msg_nums: 1024,
-        sys_flag: 4,
-        commit_offset: 0,
-        suspend_timeout_millis: 0,
-        subscription: Some("*".into()),
-        sub_version: 0,
-        expression_type: None,
-        max_msg_bytes: None,
-        request_source: None,
-        proxy_forward_client_id: None,
-    })
-}
-
 /// Sends `count` messages over 4 queues, commits a consumer offset per queue, and returns
 /// the acknowledged bodies per queue.
 fn load(addr: &str, count: usize) -> Vec<Vec<String>> {
@@ -140,26 +96,13 @@ fn load(addr: &str, count: usize) -> Vec<Vec<String>> {
         for i in 0..count {
             let queue = (i % 4) as i32;
             let body = format!("m{i}");
-            let resp = client
-                .request(send("Durable", queue, body.clone()), TIMEOUT)
-                .await
-                .unwrap();
+            let resp = call(&client, send("Durable", queue, body.as_bytes(), &[])).await;
             assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
             acked[queue as usize].push(body);
         }
         for queue in 0..4 {
-            let update = RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
-                &UpdateConsumerOffsetRequestHeader {
-                    consumer_group: "G".into(),
-                    topic: "Durable".into(),
-                    queue_id: queue,
-                    commit_offset: 7,
-                },
-            );
-            assert_eq!(
-                client.request(update, TIMEOUT).await.unwrap().code,
-                response::SUCCESS
-            );
+            let update = update_offset("G", "Durable", queue, 7);
+            assert_eq!(call(&client, update).await.code, response::SUCCESS);
         }
         acked
     })
@@ -170,25 +113,18 @@ fn check(addr: &str, acked: &[Vec<String>], offsets_kept: bool) {
     block_on(async {
         let client = RemotingClient::connect(addr).await.unwrap();
         for (queue, bodies) in acked.iter().enumerate() {
-            let got = client
-                .request(pull_all("Durable", queue as i32), TIMEOUT)
-                .await
-                .unwrap();
+            let got = call(
+                &client,
+                pull("CG", "Durable", queue as i32, 0, Some("*"), 0),
+            )
+            .await;
             assert_eq!(got.code, response::SUCCESS, "{:?}", got.remark);
             let stored: Vec<String> = split_records(got.body.clone())
                 .map(|r| String::from_utf8(r.unwrap().body().to_vec()).unwrap())
                 .collect();
             assert_eq!(&stored, bodies, "queue {queue}");
             if offsets_kept {
-                let query = RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(
-                    &QueryConsumerOffsetRequestHeader {
-                        consumer_group: "G".into(),
-                        topic: "Durable".into(),
-                        queue_id: queue as i32,
-                        set_zero_if_not_found: None,
-                    },
-                );
-                let offset = client.request(query, TIMEOUT).await.unwrap();
+                let offset = call(&client, query_offset("G", "Durable", queue as i32)).await;
                 assert_eq!(
                     offset
                         .decode_header::<OffsetResponseHeader>()

@@ -3,6 +3,9 @@
 
 mod broker_support;
 
+use broker_support::requests::{
+    call, committing, create_topic, pull, query_offset, send, update_offset, TIMEOUT,
+};
 use broker_support::Standalone;
 use bytes::Bytes;
 use ringmq::client::{block_on, RemotingClient};
@@ -12,78 +15,14 @@ use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::*;
 use ringmq::protocol::message::record::{format_properties, RecordView};
 use ringmq::protocol::message::{encode_batch, split_records, BatchEntry, OffsetMsgId};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-const TIMEOUT: Duration = Duration::from_secs(10);
 const QUEUES: i32 = 8;
-
-async fn call(client: &RemotingClient, request: RemotingCommand) -> RemotingCommand {
-    client.request(request, TIMEOUT).await.expect("response")
-}
-
-fn create_topic(topic: &str, queues: i32) -> RemotingCommand {
-    RemotingCommand::request(code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        read_queue_nums: queues,
-        write_queue_nums: queues,
-        perm: 6,
-        topic_filter_type: "SINGLE_TAG".into(),
-        topic_sys_flag: Some(0),
-        order: false,
-        attributes: None,
-        force: false,
-    })
-}
-
-fn send(topic: &str, queue_id: i32, body: &[u8], props: &[(&str, &str)]) -> RemotingCommand {
-    let header = SendMessageRequestHeader {
-        producer_group: "PG".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id,
-        sys_flag: 0,
-        born_timestamp: 1_700_000_000_000,
-        flag: 0,
-        properties: Some(format_properties(props.iter().copied())),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        max_reconsume_times: None,
-        batch: Some(false),
-        broker_name: None,
-    };
-    RemotingCommand::request(code::SEND_MESSAGE_V2)
-        .with_header(&SendMessageRequestHeaderV2(header))
-        .with_body(Bytes::copy_from_slice(body))
-}
-
-fn pull(
-    topic: &str,
-    queue_id: i32,
-    offset: i64,
-    subscription: &str,
-    suspend_ms: i64,
-) -> RemotingCommand {
-    // Subscription flag (4) so the broker filters by the expression; suspend flag (2) when held.
-    let sys_flag = 4 | if suspend_ms > 0 { 2 } else { 0 };
-    RemotingCommand::request(code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-        consumer_group: "CG".into(),
-        topic: topic.into(),
-        queue_id,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag,
-        commit_offset: 0,
-        suspend_timeout_millis: suspend_ms,
-        subscription: Some(subscription.into()),
-        sub_version: 0,
-        expression_type: Some("TAG".into()),
-        max_msg_bytes: None,
-        request_source: None,
-        proxy_forward_client_id: None,
-    })
-}
+/// The consumer group of every pull and offset request below.
+const GROUP: &str = "CG";
+/// Offset queries while waiting for a held pull's commit to be stored: a bound on the loop
+/// besides its deadline; each query is one round trip, so the commit shows within a few.
+const COMMIT_QUERIES_MAX: usize = 10_000;
 
 fn records(response: &RemotingCommand) -> Vec<RecordView> {
     split_records(response.body.clone())
@@ -139,7 +78,7 @@ fn sends_land_in_their_queues_and_pulls_return_them_byte_for_byte() {
             }
         }
         for queue in 0..QUEUES {
-            let all = call(&client, pull("T1", queue, 0, "*", 0)).await;
+            let all = call(&client, pull(GROUP, "T1", queue, 0, Some("*"), 0)).await;
             assert_eq!(all.code, response::SUCCESS, "{:?}", all.remark);
             let got = records(&all);
             assert_eq!(got.len(), 3);
@@ -164,15 +103,15 @@ fn sends_land_in_their_queues_and_pulls_return_them_byte_for_byte() {
             );
 
             // Tag filtering by hash: only the B message.
-            let only_b = call(&client, pull("T1", queue, 0, "B", 0)).await;
+            let only_b = call(&client, pull(GROUP, "T1", queue, 0, Some("B"), 0)).await;
             let got = records(&only_b);
             assert_eq!(got.len(), 1);
             assert_eq!(got[0].property("TAGS"), Some("B"));
 
             // At the end: not found; past the end: moved back to the end.
-            let end = call(&client, pull("T1", queue, 3, "*", 0)).await;
+            let end = call(&client, pull(GROUP, "T1", queue, 3, Some("*"), 0)).await;
             assert_eq!(end.code, response::PULL_NOT_FOUND);
-            let past = call(&client, pull("T1", queue, 99, "*", 0)).await;
+            let past = call(&client, pull(GROUP, "T1", queue, 99, Some("*"), 0)).await;
             assert_eq!(past.code, response::PULL_OFFSET_MOVED);
             let header: PullMessageResponseHeader = past.decode_header().unwrap();
             assert_eq!(
@@ -197,32 +136,21 @@ fn sends_land_in_their_queues_and_pulls_return_them_byte_for_byte() {
             );
         }
         // Query by key: every shard searches its index; the one holding key-5-2 answers.
-        let query = call(
-            &client,
+        let by_key = |key: &str| {
             RemotingCommand::request(code::QUERY_MESSAGE).with_header(&QueryMessageRequestHeader {
                 topic: "T1".into(),
-                key: "key-5-2".into(),
+                key: key.into(),
                 max_num: 32,
                 begin_timestamp: 0,
                 end_timestamp: i64::MAX,
-            }),
-        )
-        .await;
+            })
+        };
+        let query = call(&client, by_key("key-5-2")).await;
         assert_eq!(query.code, response::SUCCESS, "{:?}", query.remark);
         let found = records(&query);
         assert_eq!(found.len(), 1);
         assert_eq!(&found[0].body()[..], b"q5-m2");
-        let none = call(
-            &client,
-            RemotingCommand::request(code::QUERY_MESSAGE).with_header(&QueryMessageRequestHeader {
-                topic: "T1".into(),
-                key: "no-such-key".into(),
-                max_num: 32,
-                begin_timestamp: 0,
-                end_timestamp: i64::MAX,
-            }),
-        )
-        .await;
+        let none = call(&client, by_key("no-such-key")).await;
         assert_eq!(none.code, response::QUERY_NOT_FOUND);
     })
     .unwrap();
@@ -258,7 +186,7 @@ fn batch_sends_store_each_message_with_consecutive_offsets() {
         let header: SendMessageResponseHeader = resp.decode_header().unwrap();
         assert_eq!(header.msg_id.split(',').count(), 10);
         assert_eq!(header.queue_offset, 0);
-        let got = records(&call(&client, pull("TB", 2, 0, "*", 0)).await);
+        let got = records(&call(&client, pull(GROUP, "TB", 2, 0, Some("*"), 0)).await);
         assert_eq!(got.len(), 10);
         for (i, r) in got.iter().enumerate() {
             assert_eq!(&r.body()[..], format!("batch-{i}").as_bytes());
@@ -280,7 +208,10 @@ fn a_held_pull_is_answered_by_the_next_send_to_its_queue() {
         );
         for queue in 0..4 {
             // Held up to 20 s; the send below wakes it, whichever shard owns the queue.
-            let held = client.request(pull("TL", queue, 0, "*", 20_000), Duration::from_secs(30));
+            let held = client.request(
+                pull(GROUP, "TL", queue, 0, Some("*"), 20_000),
+                Duration::from_secs(30),
+            );
             let sender = async {
                 glommio::timer::Timer::new(Duration::from_millis(200)).await;
                 call(&client, send("TL", queue, b"wake", &[])).await
@@ -292,7 +223,7 @@ fn a_held_pull_is_answered_by_the_next_send_to_its_queue() {
             assert_eq!(&records(&pulled)[0].body()[..], b"wake");
         }
         // A held pull with nothing arriving comes back PULL_NOT_FOUND after its hold time.
-        let empty = call(&client, pull("TL", 0, 1, "*", 300)).await;
+        let empty = call(&client, pull(GROUP, "TL", 0, 1, Some("*"), 300)).await;
         assert_eq!(empty.code, response::PULL_NOT_FOUND);
     })
     .unwrap();
@@ -346,34 +277,17 @@ fn consumer_offsets_are_kept_per_group_and_queue() {
             response::SUCCESS
         );
         for queue in 0..4 {
-            let update = RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
-                &UpdateConsumerOffsetRequestHeader {
-                    consumer_group: "G1".into(),
-                    topic: "TO".into(),
-                    queue_id: queue,
-                    commit_offset: 10 + i64::from(queue),
-                },
-            );
+            let update = update_offset("G1", "TO", queue, 10 + i64::from(queue));
             assert_eq!(call(&client, update).await.code, response::SUCCESS);
         }
         for queue in 0..4 {
-            let query = |group: &str| {
-                RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(
-                    &QueryConsumerOffsetRequestHeader {
-                        consumer_group: group.into(),
-                        topic: "TO".into(),
-                        queue_id: queue,
-                        set_zero_if_not_found: None,
-                    },
-                )
-            };
-            let got = call(&client, query("G1")).await;
+            let got = call(&client, query_offset("G1", "TO", queue)).await;
             assert_eq!(
                 got.decode_header::<OffsetResponseHeader>().unwrap().offset,
                 10 + i64::from(queue)
             );
             // A group that never committed starts at 0 while the queue still holds offset 0.
-            let other = call(&client, query("G2")).await;
+            let other = call(&client, query_offset("G2", "TO", queue)).await;
             assert_eq!(
                 other
                     .decode_header::<OffsetResponseHeader>()
@@ -401,7 +315,7 @@ fn bad_requests_get_error_responses_and_the_connection_survives() {
         let resp = call(&client, missing_header).await;
         assert_eq!(resp.code, response::SYSTEM_ERROR);
         assert!(resp.remark.unwrap().contains("is null"));
-        let mut wrong_type = pull("T", 0, 0, "*", 0);
+        let mut wrong_type = pull(GROUP, "T", 0, 0, Some("*"), 0);
         wrong_type
             .ext_fields
             .insert("queueOffset".into(), "not-a-number".into());
@@ -433,36 +347,32 @@ fn a_held_pull_does_not_roll_back_offsets_committed_while_it_waited() {
             let sent = call(&client, send("TC", 0, format!("m{i}").as_bytes(), &[])).await;
             assert_eq!(sent.code, response::SUCCESS);
         }
-        // Commit flag (1) with offset 1, held at the end of the queue (offset 2).
-        let mut held = pull("TC", 0, 2, "*", 20_000);
-        held.ext_fields
-            .insert("sysFlag".into(), (1 | 2 | 4).to_string());
-        held.ext_fields.insert("commitOffset".into(), "1".into());
+        // Commits offset 1, held at the end of the queue (offset 2).
+        let held = committing(pull(GROUP, "TC", 0, 2, Some("*"), 20_000), 1);
         let held = client.request(held, Duration::from_secs(30));
         let meanwhile = async {
-            glommio::timer::Timer::new(Duration::from_millis(200)).await;
-            let update = RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
-                &UpdateConsumerOffsetRequestHeader {
-                    consumer_group: "CG".into(),
-                    topic: "TC".into(),
-                    queue_id: 0,
-                    commit_offset: 2,
-                },
-            );
+            // The update must come after the held pull's commit of 1 is stored, so wait until
+            // that commit shows (a fixed delay lost that race on a loaded machine).
+            let deadline = Instant::now() + TIMEOUT;
+            let mut committed = 0;
+            for _ in 0..COMMIT_QUERIES_MAX {
+                committed = call(&client, query_offset(GROUP, "TC", 0))
+                    .await
+                    .decode_header::<OffsetResponseHeader>()
+                    .unwrap()
+                    .offset;
+                if committed == 1 || Instant::now() > deadline {
+                    break;
+                }
+            }
+            assert_eq!(committed, 1, "the held pull's commit arrived");
+            let update = update_offset(GROUP, "TC", 0, 2);
             assert_eq!(call(&client, update).await.code, response::SUCCESS);
             call(&client, send("TC", 0, b"wake", &[])).await
         };
         let (pulled, _) = futures_lite::future::zip(held, meanwhile).await;
         assert_eq!(pulled.unwrap().code, response::SUCCESS);
-        let query = RemotingCommand::request(code::QUERY_CONSUMER_OFFSET).with_header(
-            &QueryConsumerOffsetRequestHeader {
-                consumer_group: "CG".into(),
-                topic: "TC".into(),
-                queue_id: 0,
-                set_zero_if_not_found: None,
-            },
-        );
-        let offset = call(&client, query)
+        let offset = call(&client, query_offset(GROUP, "TC", 0))
             .await
             .decode_header::<OffsetResponseHeader>()
             .unwrap()

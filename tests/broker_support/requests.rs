@@ -86,6 +86,15 @@ pub fn pull(
     })
 }
 
+/// A request built by [`pull`], also committing `commit_offset` for its group (flag 1), as a
+/// push consumer's pull carries the offset it has consumed up to.
+pub fn committing(pull: RemotingCommand, commit_offset: i64) -> RemotingCommand {
+    let mut header: PullMessageRequestHeader = pull.decode_header().expect("a pull's header");
+    header.sys_flag |= 1;
+    header.commit_offset = commit_offset;
+    RemotingCommand::request(code::PULL_MESSAGE).with_header(&header)
+}
+
 pub fn update_offset(group: &str, topic: &str, queue_id: i32, offset: i64) -> RemotingCommand {
     RemotingCommand::request(code::UPDATE_CONSUMER_OFFSET).with_header(
         &UpdateConsumerOffsetRequestHeader {
