@@ -10,6 +10,7 @@ use ringmq::client::{block_on, RemotingClient};
 use ringmq::protocol::codes::response;
 use ringmq::protocol::header::OffsetResponseHeader;
 use ringmq::protocol::message::split_records;
+use std::time::Duration;
 
 /// O_DIRECT in /proc/<pid>/fdinfo `flags` (octal, x86-64 and aarch64 differ; read from libc).
 const O_DIRECT: u32 = libc::O_DIRECT as u32;
@@ -155,4 +156,43 @@ fn acknowledged_sync_flush_messages_survive_a_crash() {
     broker.start_again();
     // Offsets are persisted every second, not per update: a crash may lose the last second's.
     check(&broker.broker_addr, &acked, false);
+}
+
+/// Found by the compat engineer: glommio listeners carry SO_REUSEPORT (a broker's shards
+/// share their port that way), so a second process on the same ports used to start and take
+/// part of the connections. It must refuse to start instead, as Apache's broker does.
+#[test]
+fn a_second_process_on_the_same_ports_refuses_to_start() {
+    let broker = Standalone::start(2);
+    let data = std::env::temp_dir().join(format!("ringmq-second-{}", std::process::id()));
+    let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args([
+            "standalone",
+            "--shards",
+            "2",
+            "--listen",
+            &broker.broker_addr,
+        ])
+        .args(["--namesrv-listen", &broker.namesrv_addr, "--data"])
+        .arg(&data)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = second.kill();
+            panic!("the second process is still running: it shares the ports");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut stderr).unwrap();
+    let _ = std::fs::remove_dir_all(&data);
+    assert!(!status.success());
+    assert!(stderr.contains("Address already in use"), "{stderr}");
 }
