@@ -303,7 +303,7 @@ fn a_locked_queue_belongs_to_one_client_until_it_unlocks() {
 }
 
 #[test]
-fn topic_consume_by_who_lists_the_online_groups_subscribing_the_topic() {
+fn topic_consume_by_who_lists_online_groups_and_groups_with_offsets() {
     // What mqadmin queryMsgById asks to track a message through its consumer groups.
     let broker = Standalone::start(2);
     block_on(async {
@@ -337,6 +337,20 @@ fn topic_consume_by_who_lists_the_online_groups_subscribing_the_topic() {
                 serde_json::json!([])
             );
         }
+        // A group with committed offsets but no consumer online counts too (Java's
+        // whichGroupByTopic), wherever its queues' shards are.
+        assert_eq!(
+            call(&m.client, create_topic(TOPIC, 4)).await.code,
+            response::SUCCESS
+        );
+        for queue in 0..4 {
+            let update = update_offset("Offline", TOPIC, queue, 1);
+            assert_eq!(call(&m.client, update).await.code, response::SUCCESS);
+        }
+        assert_eq!(
+            groups(call(&other.client, by_who(TOPIC)).await),
+            serde_json::json!([GROUP, "Offline"])
+        );
     })
     .unwrap();
 }

@@ -56,7 +56,10 @@ pub fn is_queue_request(request_code: i32) -> bool {
 pub fn is_stats(request_code: i32) -> bool {
     matches!(
         request_code,
-        code::GET_TOPIC_STATS_INFO | code::GET_CONSUME_STATS | code::GET_BROKER_RUNTIME_INFO
+        code::GET_TOPIC_STATS_INFO
+            | code::GET_CONSUME_STATS
+            | code::GET_BROKER_RUNTIME_INFO
+            | code::QUERY_TOPIC_CONSUME_BY_WHO
     )
 }
 
