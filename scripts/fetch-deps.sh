@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Downloads everything the tests need from the package registries, so that the tests
 # themselves run offline: the Rust crates, the Maven artifacts of the Java compatibility
-# tests (official client, Apache NameServer and mqadmin) and the Go client's modules.
+# tests (official clients 5.3.3 and 4.9.8, Apache NameServer, broker and mqadmin) and the
+# Go client's modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fetch --locked
-for pom in tests/*/pom.xml; do
+for pom in tests/*/pom.xml tests/compat/java/pom.xml tests/compat/java/apache/pom.xml; do
     echo "maven: $pom"
     # build-classpath is what the tests run offline; running it online here also fetches the plugin.
     mvn -B -q -f "$pom" dependency:build-classpath -Dmdep.outputFile=/dev/null

@@ -256,6 +256,18 @@ pub(crate) fn test_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// [`test_dir`] holding `text` at `file` (a path relative to it), as Apache or an earlier run
+/// wrote it, and beside it the torn `.tmp` copy a crash mid-write leaves: the first half.
+#[cfg(test)]
+pub(crate) fn test_dir_with_file(name: &str, file: &str, text: &str) -> PathBuf {
+    let dir = test_dir(name);
+    let path = dir.join(file);
+    std::fs::create_dir_all(path.parent().expect("file is under the directory")).unwrap();
+    std::fs::write(&path, text).unwrap();
+    std::fs::write(sibling(&path, ".tmp"), &text.as_bytes()[..text.len() / 2]).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,12 +317,10 @@ mod tests {
 
     #[test]
     fn ignores_a_torn_tmp_and_falls_back_to_apaches_bak() {
-        let dir = test_dir("persist-torn");
-        let path = dir.join("t.json");
-        std::fs::create_dir_all(&dir).unwrap();
         // A crash mid-write leaves half a tmp copy beside the intact file.
-        std::fs::write(&path, br#"{"dataVersion":{"counter":4},"table":{"a":1}}"#).unwrap();
-        std::fs::write(sibling(&path, ".tmp"), br#"{"dataVersion":{"cou"#).unwrap();
+        let file = r#"{"dataVersion":{"counter":4},"table":{"a":1}}"#;
+        let dir = test_dir_with_file("persist-torn", "t.json", file);
+        let path = dir.join("t.json");
         let table = PersistedTable::open(path.clone(), shape(), defaults(), 10).unwrap();
         assert_eq!(table.get("a"), Some(&1));
         assert_eq!(table.data_version().counter, 4);

@@ -4,111 +4,18 @@
 //! registrations ringmq's NameServer sends route bodies byte-identical to Apache's, for a
 //! 4.9.4+ client and for an older one.
 //!
-//! Needs Java 17+ and rocketmq-namesrv and rocketmq-tools 5.3.3 in ~/.m2 (resolved offline),
+//! Needs Java 17+ and the jars of tests/apache_support/pom.xml in ~/.m2 (resolved offline),
 //! so it is ignored by
 //! default: `cargo test -p ringmq --test admin_apache_namesrv -- --ignored`.
 
+mod apache_support;
 mod namesrv_support;
 
+use apache_support::ApacheNameServer;
 use namesrv_support::*;
 use ringmq::client::{block_on, RemotingClient};
 use ringmq::protocol::codes::response;
 use ringmq::protocol::command::SerializeType;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-
-/// An Apache RocketMQ NameServer JVM; killed on drop.
-struct ApacheNameServer {
-    child: Child,
-    addr: String,
-    classpath: String,
-    home: TempDir,
-}
-
-/// A directory removed on drop (ROCKETMQ_HOME and the config file of the Java NameServer).
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl ApacheNameServer {
-    fn start() -> Self {
-        let home = TempDir(
-            std::env::temp_dir().join(format!("ringmq-apache-namesrv-{}", std::process::id())),
-        );
-        std::fs::create_dir_all(&home.0).unwrap();
-        // Java's NameServer takes its port from a config file; find a free one first.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let config = home.0.join("namesrv.properties");
-        std::fs::write(&config, format!("listenPort={port}\n")).unwrap();
-        let classpath = maven_classpath("admin_apache");
-        let mut child = Command::new("java")
-            .arg("-cp")
-            .arg(&classpath)
-            .arg("org.apache.rocketmq.namesrv.NamesrvStartup")
-            .arg("-c")
-            .arg(&config)
-            .env("ROCKETMQ_HOME", &home.0)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java");
-        let stdout = child.stdout.take().unwrap();
-        let (booted_tx, booted_rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.contains("boot success") {
-                    let _ = booted_tx.send(());
-                }
-            }
-        });
-        let server = Self {
-            child,
-            addr: format!("127.0.0.1:{port}"),
-            classpath,
-            home,
-        };
-        booted_rx
-            .recv_timeout(EVENT_DEADLINE)
-            .expect("Apache NameServer booted");
-        server
-    }
-}
-
-impl ApacheNameServer {
-    /// Runs Apache's `mqadmin <args> -n <namesrv>` and returns its standard output.
-    fn mqadmin(&self, namesrv: &str, args: &[&str]) -> String {
-        let output = Command::new("java")
-            .arg("-cp")
-            .arg(&self.classpath)
-            .arg("org.apache.rocketmq.tools.command.MQAdminStartup")
-            .args(args)
-            .args(["-n", namesrv])
-            .env("ROCKETMQ_HOME", &self.home.0)
-            .output()
-            .expect("run mqadmin");
-        assert!(
-            output.status.success(),
-            "mqadmin {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).expect("utf-8 output")
-    }
-}
-
-impl Drop for ApacheNameServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The same brokers, registered with whichever NameServer `conn` is connected to.
 async fn register_brokers(conn: &RemotingClient) {
@@ -184,8 +91,8 @@ fn admin_reads_apache_namesrv_and_route_bodies_match_it_byte_for_byte() {
         // Apache's mqadmin reads ringmq's NameServer as it reads Apache's. (Not clusterList:
         // it asks every broker for runtime statistics, and these brokers do not exist.)
         for args in [&["topicList"][..], &["topicRoute", "-t", "A"]] {
-            let from_apache = apache.mqadmin(&apache.addr, args);
-            let from_ours = apache.mqadmin(&ours.addr, args);
+            let from_apache = apache.java.mqadmin(&apache.addr, args);
+            let from_ours = apache.java.mqadmin(&ours.addr, args);
             assert!(from_ours.contains('A'), "{args:?}: {from_ours}");
             assert_eq!(from_ours, from_apache, "mqadmin {args:?}");
             println!("mqadmin {args:?}:\n{from_ours}");

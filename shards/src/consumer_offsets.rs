@@ -40,6 +40,32 @@ impl ConsumerOffsets {
         Ok(())
     }
 
+    /// The groups holding an offset of `topic` (for "who consumes this topic").
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        let mut groups: Vec<String> = self
+            .map
+            .keys()
+            .filter(|(_, t, _)| t == topic)
+            .map(|(g, _, _)| g.clone())
+            .collect();
+        groups.sort();
+        groups.dedup();
+        groups
+    }
+
+    /// The topics `group` holds an offset of (what it consumes, online or not).
+    pub fn topics_of_group(&self, group: &str) -> Vec<String> {
+        let mut topics: Vec<String> = self
+            .map
+            .keys()
+            .filter(|(g, _, _)| g == group)
+            .map(|(_, t, _)| t.clone())
+            .collect();
+        topics.sort();
+        topics.dedup();
+        topics
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut w = MetaWriter::default();
         w.u32(self.map.len() as u32);
@@ -67,5 +93,23 @@ impl ConsumerOffsets {
             changes: 0,
             changes_persisted: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_groups_of_a_topic_and_topics_of_a_group() {
+        let mut offsets = ConsumerOffsets::default();
+        offsets.set("g1", "t1", 0, 5).unwrap();
+        offsets.set("g1", "t1", 1, 5).unwrap();
+        offsets.set("g2", "t1", 0, 1).unwrap();
+        offsets.set("g1", "t2", 3, 9).unwrap();
+        assert_eq!(offsets.groups_of_topic("t1"), ["g1", "g2"]);
+        assert_eq!(offsets.groups_of_topic("t3"), Vec::<String>::new());
+        assert_eq!(offsets.topics_of_group("g1"), ["t1", "t2"]);
+        assert_eq!(offsets.topics_of_group("g2"), ["t1"]);
     }
 }

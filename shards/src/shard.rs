@@ -537,6 +537,16 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         self.offsets.borrow().get(group, topic, queue_id)
     }
 
+    /// The groups holding an offset of `topic` in this shard.
+    pub fn groups_with_offsets(&self, topic: &str) -> Vec<String> {
+        self.offsets.borrow().groups_of_topic(topic)
+    }
+
+    /// The topics `group` holds offsets of in this shard.
+    pub fn topics_with_offsets(&self, group: &str) -> Vec<String> {
+        self.offsets.borrow().topics_of_group(group)
+    }
+
     pub fn set_consumer_offset(
         &self,
         group: &str,

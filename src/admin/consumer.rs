@@ -5,15 +5,13 @@ use super::format::{date_time, front, version_desc};
 use super::rpc::{self, broker_call, broker_request, select_broker_addr};
 use super::{AdminError, NamesrvArg};
 use crate::client::REQUEST_TIMEOUT_DEFAULT;
+use crate::protocol::body::consumer_group::{Connection, ConsumerConnection};
+use crate::protocol::body::heartbeat::{ConsumeType, MessageModel};
 use crate::protocol::body::stats::ConsumeStats;
 use crate::protocol::body::{self, TopicList, TopicRouteData};
 use crate::protocol::codes::request;
 use crate::protocol::command::RemotingCommand;
-use crate::protocol::fastjson::lenient;
 use crate::protocol::header::{ConsumerGroupRequestHeader, GetConsumeStatsRequestHeader};
-use serde::Deserialize;
-use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// `MixAll.RETRY_GROUP_TOPIC_PREFIX`: every consumer group has a `%RETRY%<group>` topic, which
 /// is how tools find the brokers serving a group and list the groups.
@@ -21,50 +19,9 @@ const RETRY_TOPIC_PREFIX: &str = "%RETRY%";
 /// mqadmin waits three times the usual timeout for consume stats (brokers compute them).
 const CONSUME_STATS_TIMEOUT_FACTOR: u32 = 3;
 
-/// The parts of `ConsumerConnection` (GET_CONSUMER_CONNECTION_LIST body) the tools print.
-/// The consumers-engineer's `protocol::body::consumer_group::ConsumerConnection` is the full
-/// type; this reader stands in until that lands. Enum fields are kept as sent (names from
-/// Java, possibly ordinals from other clients).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ConsumerConnection {
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub connection_set: Vec<Connection>,
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub subscription_table: BTreeMap<String, Subscription>,
-    pub consume_type: Value,
-    pub message_model: Value,
-    pub consume_from_where: Value,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Connection {
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub client_id: String,
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub client_addr: String,
-    pub language: Value,
-    #[serde(deserialize_with = "lenient::int")]
-    pub version: i32,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Subscription {
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub topic: String,
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub sub_string: String,
-}
-
-/// An enum field as Java's `toString` prints it: its name, or `null`.
-fn enum_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Null => "null".to_owned(),
-        other => other.to_string(),
-    }
+/// An optional Java enum as Java's `toString` prints it: its name, or `null`.
+fn enum_text(name: Option<&'static str>) -> &'static str {
+    name.unwrap_or("null")
 }
 
 async fn group_route(namesrv: &NamesrvArg, group: &str) -> Result<TopicRouteData, AdminError> {
@@ -124,7 +81,7 @@ pub fn render_consumer_connection(cc: &ConsumerConnection) -> String {
             "{:<36} {:<22} {:<10} {}\n",
             conn.client_id,
             conn.client_addr,
-            enum_text(&conn.language),
+            conn.language.name(),
             version_desc(conn.version)
         );
     }
@@ -135,9 +92,9 @@ pub fn render_consumer_connection(cc: &ConsumerConnection) -> String {
     }
     out += &format!(
         "\nConsumeType: {}\nMessageModel: {}\nConsumeFromWhere: {}\n",
-        enum_text(&cc.consume_type),
-        enum_text(&cc.message_model),
-        enum_text(&cc.consume_from_where)
+        enum_text(cc.consume_type.map(ConsumeType::name)),
+        enum_text(cc.message_model.map(MessageModel::name)),
+        enum_text(cc.consume_from_where.map(|c| c.name()))
     );
     out
 }
@@ -196,7 +153,7 @@ pub async fn consumer_progress(
                                 .to_owned(),
                         )
                     })?;
-                if enum_text(&connection.message_model) == "BROADCASTING" {
+                if connection.message_model == Some(MessageModel::Broadcasting) {
                     return Err(AdminError::NotFound(
                         "Not found the consumer group consume stats, because return offset \
                          table is empty, the consumer is under the broadcast mode"
@@ -289,22 +246,22 @@ fn group_line(
     let (version, kind, model) = match connection.filter(|_| count > 0) {
         Some(cc) => {
             let min_version = cc.connection_set.iter().map(|c| c.version).min();
-            let passive = enum_text(&cc.consume_type) == "CONSUME_PASSIVELY";
+            let passive = cc.consume_type == Some(ConsumeType::ConsumePassively);
             (
                 version_desc(min_version.unwrap_or_default()),
-                if enum_text(&cc.consume_type) == "CONSUME_ACTIVELY" {
+                if cc.consume_type == Some(ConsumeType::ConsumeActively) {
                     "PULL"
                 } else {
                     "PUSH"
                 },
                 if passive {
-                    enum_text(&cc.message_model)
+                    enum_text(cc.message_model.map(MessageModel::name))
                 } else {
-                    String::new()
+                    ""
                 },
             )
         }
-        None => ("OFFLINE".to_owned(), "", String::new()),
+        None => ("OFFLINE".to_owned(), "", ""),
     };
     format!(
         "{:<64}  {:<6}  {:<24} {:<5}  {:<14}  {:<7}  {}\n",

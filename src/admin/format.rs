@@ -83,19 +83,18 @@ const EARLY_VERSIONS: [&str; 16] = [
 ];
 
 /// After [`EARLY_VERSIONS`], the enum lists a snapshot and a release for each patch of each
-/// (major, minor); these are the patch ranges, in enum order (RocketMQ 5.3.3's `MQVersion`).
+/// (major, minor); these are the patch ranges, in enum order (RocketMQ 5.3.3's `MQVersion`);
+/// after 5.9.9 comes only HIGHER_VERSION.
 const VERSION_RUNS: [(
     u32,
     std::ops::RangeInclusive<u32>,
     std::ops::RangeInclusive<u32>,
-); 6] = [
+); 5] = [
     (3, 0..=0, 1..=15),
     (3, 1..=2, 0..=9),
     (3, 3..=9, 1..=9),
     (4, 0..=9, 0..=9),
     (5, 0..=9, 0..=9),
-    // Sentinel: nothing after 5.9.9 but HIGHER_VERSION.
-    (0, 1..=0, 1..=0),
 ];
 
 /// `MQVersion.getVersionDesc`: the enum name of a version ordinal; past the end,

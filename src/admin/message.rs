@@ -8,8 +8,11 @@ use crate::client::REQUEST_TIMEOUT_DEFAULT;
 use crate::protocol::codes::request;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{QueryMessageRequestHeader, ViewMessageRequestHeader};
-use crate::protocol::message::record::{properties_iter, property, RecordView};
+use crate::protocol::message::record::{
+    self, properties_iter, property, CompressionType, RecordView,
+};
 use crate::protocol::message::{split_records, OffsetMsgId};
+use miniz_oxide::inflate::decompress_to_vec_zlib_with_limit;
 use std::net::SocketAddr;
 
 /// mqadmin's `-m` default: at most this many messages per broker.
@@ -38,7 +41,8 @@ pub struct KeyQuery<'a> {
 
 /// `MQAdminImpl.queryMessage`: asks every broker group of the topic, keeps the records that
 /// really match (the index is a hash, so collisions come back too). Brokers that fail are
-/// skipped, as mqadmin does; finding nothing anywhere is an error.
+/// skipped, as mqadmin does; finding nothing anywhere is an error (the last broker's failure,
+/// if one failed).
 pub async fn query_by_key(
     namesrv: &NamesrvArg,
     query: &KeyQuery<'_>,
@@ -52,6 +56,7 @@ pub async fn query_by_key(
         end_timestamp: query.end_timestamp,
     };
     let mut found = Vec::new();
+    let mut failure = None;
     for broker in &route.broker_datas {
         let Some(addr) = select_broker_addr(broker) else {
             continue;
@@ -60,8 +65,12 @@ pub async fn query_by_key(
         req.ext_fields
             .insert(UNIQUE_KEY_QUERY_FLAG.to_owned(), query.unique.to_string());
         let timeout = REQUEST_TIMEOUT_DEFAULT * QUERY_TIMEOUT_FACTOR;
-        let Ok(resp) = broker_request(addr, req, timeout).await else {
-            continue;
+        let resp = match broker_request(addr, req, timeout).await {
+            Ok(resp) => resp,
+            Err(err) => {
+                failure = Some(err);
+                continue;
+            }
         };
         found.extend(
             split_records(resp.body)
@@ -70,9 +79,9 @@ pub async fn query_by_key(
         );
     }
     if found.is_empty() {
-        return Err(AdminError::NotFound(
-            "query message by key finished, but no message.".to_owned(),
-        ));
+        return Err(failure.unwrap_or_else(|| {
+            AdminError::NotFound("query message by key finished, but no message.".to_owned())
+        }));
     }
     Ok(found)
 }
@@ -143,7 +152,7 @@ pub async fn query_by_id(
             return split_records(resp.body)
                 .next()
                 .ok_or_else(|| AdminError::NotFound(format!("no message at {id}")))?
-                .map_err(|err| AdminError::Record(err.to_string()));
+                .map_err(AdminError::from);
         }
     }
     let topic = topic.ok_or(AdminError::Usage(
@@ -159,6 +168,29 @@ pub async fn query_by_id(
     };
     let mut found = query_by_key(namesrv, &query).await?;
     Ok(found.swap_remove(0))
+}
+
+/// The body as text: inflated first when the producer compressed it with zlib (as the Java
+/// client does above 4 KiB); other compressions are described, not decoded.
+fn body_text(record: &RecordView) -> String {
+    let body = record.body();
+    match CompressionType::of(record.sys_flag()) {
+        None => String::from_utf8_lossy(&body).into_owned(),
+        Some(CompressionType::Zlib) => {
+            // A producer compresses at most one maximal body, so it inflates to at most that.
+            match decompress_to_vec_zlib_with_limit(&body, record::BODY_BYTES_MAX) {
+                Ok(plain) => String::from_utf8_lossy(&plain).into_owned(),
+                Err(_) => format!(
+                    "(zlib-compressed body of {} bytes that does not inflate)",
+                    body.len()
+                ),
+            }
+        }
+        Some(other) => format!(
+            "({other:?}-compressed body of {} bytes, not shown)",
+            body.len()
+        ),
+    }
 }
 
 /// `host:port` as Java's `RemotingHelper.parseSocketAddressAddr` prints it (no brackets).
@@ -191,10 +223,7 @@ pub fn render_message(record: &RecordView) -> String {
         ("Store Host:", host_text(record.store_host())),
         ("System Flag:", record.sys_flag().to_string()),
         ("Properties:", format!("{{{}}}", properties.join(", "))),
-        (
-            "Message Body:",
-            String::from_utf8_lossy(&record.body()).into_owned(),
-        ),
+        ("Message Body:", body_text(record)),
     ];
     lines
         .iter()

@@ -8,7 +8,7 @@ mod rpc;
 mod table;
 mod topic;
 
-pub use consumer::{render_consumer_connection, render_consumer_progress, ConsumerConnection};
+pub use consumer::{render_consumer_connection, render_consumer_progress};
 pub use message::{render_key_query, render_message, QUERY_MAX_NUM_DEFAULT};
 pub use topic::{render_topic_status, UpdateTopicArgs};
 
@@ -137,13 +137,15 @@ pub enum AdminCommand {
         #[arg(short = 'm', long = "maxNum", default_value_t = QUERY_MAX_NUM_DEFAULT)]
         max_num: i32,
     },
-    /// A broker's runtime statistics.
+    /// A broker's runtime statistics (-b), or those of every broker of a cluster (-c).
     #[command(name = "brokerStatus")]
     BrokerStatus {
         #[command(flatten)]
         namesrv: NamesrvArg,
-        #[arg(short = 'b', long = "brokerAddr")]
-        broker_addr: String,
+        #[arg(short = 'b', long = "brokerAddr", group = "target", required = true)]
+        broker_addr: Option<String>,
+        #[arg(short = 'c', long = "clusterName", group = "target", required = true)]
+        cluster: Option<String>,
     },
 }
 
@@ -163,7 +165,7 @@ pub enum AdminError {
     #[error("unreadable response body: {0}")]
     Body(#[from] FastjsonError),
     #[error("unreadable message record: {0}")]
-    Record(String),
+    Record(#[from] crate::protocol::message::record::RecordError),
     #[error("no NameServer address given")]
     NoAddress,
     #[error("{0}")]
@@ -238,11 +240,11 @@ async fn run_async(command: &AdminCommand) -> Result<String, AdminError> {
             let records = message::query_by_key(namesrv, &query).await?;
             Ok(render_key_query(&records))
         }
-        AdminCommand::BrokerStatus { broker_addr, .. } => {
-            let req = RemotingCommand::request(request::GET_BROKER_RUNTIME_INFO);
-            let table: KvTable = rpc::broker_call(broker_addr, req).await?;
-            Ok(render_broker_status(&table))
-        }
+        AdminCommand::BrokerStatus {
+            namesrv,
+            broker_addr,
+            cluster,
+        } => broker_status(namesrv, broker_addr.as_deref(), cluster.as_deref()).await,
     }
 }
 
@@ -253,12 +255,51 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// `BrokerStatusSubCommand`'s layout: `%-32s: %s`, keys sorted.
-pub fn render_broker_status(table: &KvTable) -> String {
+async fn broker_status(
+    namesrv: &NamesrvArg,
+    broker_addr: Option<&str>,
+    cluster: Option<&str>,
+) -> Result<String, AdminError> {
+    let fetch = |addr: String| async move {
+        let req = RemotingCommand::request(request::GET_BROKER_RUNTIME_INFO);
+        rpc::broker_call::<KvTable>(&addr, req).await
+    };
+    match (broker_addr, cluster) {
+        (Some(addr), _) => Ok(render_broker_status(&fetch(addr.to_owned()).await?, None)),
+        (None, Some(cluster)) => {
+            let info = rpc::cluster_info(namesrv).await?;
+            let mut out = String::new();
+            // Masters and slaves, by broker name then id; a broker that fails is reported
+            // and skipped, as mqadmin does.
+            for name in info.cluster_addr_table.get(cluster).into_iter().flatten() {
+                let Some(broker) = info.broker_addr_table.get(name) else {
+                    continue;
+                };
+                for addr in broker.broker_addrs.values() {
+                    match fetch(addr.clone()).await {
+                        Ok(table) => out += &render_broker_status(&table, Some(addr)),
+                        Err(err) => tracing::warn!(%addr, "brokerStatus: {err}"),
+                    }
+                }
+            }
+            Ok(out)
+        }
+        (None, None) => Err(AdminError::Usage(
+            "brokerStatus needs -b brokerAddr or -c clusterName",
+        )),
+    }
+}
+
+/// `BrokerStatusSubCommand`'s layout, keys sorted: `%-32s: %s`, or with `-c` each line led
+/// by the broker's address (`%-24s %-32s: %s`).
+pub fn render_broker_status(table: &KvTable, broker_addr: Option<&str>) -> String {
     table
         .table
         .iter()
-        .map(|(key, value)| format!("{key:<32}: {value}\n"))
+        .map(|(key, value)| match broker_addr {
+            Some(addr) => format!("{addr:<24} {key:<32}: {value}\n"),
+            None => format!("{key:<32}: {value}\n"),
+        })
         .collect()
 }
 

@@ -2,6 +2,7 @@
 
 use super::format::{date_time, human_millis};
 use super::*;
+use crate::protocol::body::consumer_group::ConsumerConnection;
 use crate::protocol::body::stats::{
     ConsumeStats, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable,
 };
@@ -128,17 +129,21 @@ fn consumer_connection_lists_clients_then_subscriptions() {
 }
 
 fn stored(keys: &str, uniq: &str, body: &'static [u8]) -> RecordView {
+    stored_with(keys, uniq, bytes::Bytes::from_static(body), 0)
+}
+
+fn stored_with(keys: &str, uniq: &str, body: bytes::Bytes, sys_flag: i32) -> RecordView {
     let props = record::format_properties([("KEYS", keys), ("UNIQ_KEY", uniq), ("TAGS", "tagA")]);
     let message = record::Message {
         topic: "T".into(),
         queue_id: 2,
         flag: 0,
-        sys_flag: 0,
+        sys_flag,
         born_timestamp_ms: 1_700_000_000_000,
         born_host: "127.0.0.1:40000".parse().unwrap(),
         reconsume_times: 0,
         prepared_transaction_offset: 0,
-        body: bytes::Bytes::from_static(body),
+        body,
         properties: props.into_bytes().into(),
     };
     let store = StoreFields {
@@ -196,6 +201,23 @@ fn message_shows_ids_keys_hosts_properties_and_body() {
 }
 
 #[test]
+fn compressed_bodies_are_inflated_or_described() {
+    let plain = "x".repeat(5000);
+    let zlib = miniz_oxide::deflate::compress_to_vec_zlib(plain.as_bytes(), 5);
+    let compressed = record::sys_flag::COMPRESSED;
+    let view = stored_with("k", "U", zlib.into(), compressed);
+    assert!(render_message(&view).contains(&format!("Message Body:        {plain}\n")));
+    let lz4 = compressed | (1 << record::sys_flag::COMPRESSION_SHIFT);
+    let view = stored_with("k", "U", bytes::Bytes::from_static(b"????"), lz4);
+    assert!(render_message(&view)
+        .contains("Message Body:        (Lz4-compressed body of 4 bytes, not shown)\n"));
+    let view = stored_with("k", "U", bytes::Bytes::from_static(b"not zlib"), compressed);
+    assert!(
+        render_message(&view).contains("(zlib-compressed body of 8 bytes that does not inflate)")
+    );
+}
+
+#[test]
 fn broker_status_prints_sorted_keys() {
     let table = KvTable {
         table: BTreeMap::from([
@@ -204,12 +226,20 @@ fn broker_status_prints_sorted_keys() {
         ]),
     };
     assert_eq!(
-        render_broker_status(&table),
+        render_broker_status(&table, None),
         format!(
             "{:<32}: 479\n{:<32}: 0.0 0.0 0.0\n",
             "brokerVersion", "putTps"
         )
     );
+    assert_eq!(
+        render_broker_status(&table, Some("127.0.0.1:10911")),
+        format!(
+            "127.0.0.1:10911          {:<32}: 479\n127.0.0.1:10911          {:<32}: 0.0 0.0 0.0\n",
+            "brokerVersion", "putTps"
+        )
+    );
+    assert!(Cli::try_parse_from(["admin", "brokerStatus"]).is_err());
 }
 
 #[test]

@@ -7,7 +7,7 @@ use super::{perm_text, AdminError, NamesrvArg};
 use crate::client::REQUEST_TIMEOUT_DEFAULT;
 use crate::protocol::body::stats::{java_double, TopicStatsTable};
 use crate::protocol::body::{PERM_READ, PERM_WRITE};
-use crate::protocol::codes::request;
+use crate::protocol::codes::{request, response};
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{
     CreateTopicRequestHeader, GetKvConfigResponseHeader, KvConfigKeyRequestHeader,
@@ -158,7 +158,10 @@ async fn merge_order_conf(
             .ok()
             .and_then(|h| h.value)
             .unwrap_or_default(),
-        Err(AdminError::Refused { .. }) => String::new(),
+        Err(AdminError::Refused {
+            code: response::QUERY_NOT_FOUND,
+            ..
+        }) => String::new(),
         Err(err) => return Err(err),
     };
     let mut entries: Vec<&str> = old

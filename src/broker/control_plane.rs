@@ -13,7 +13,7 @@ use super::registration::NamesrvLinks;
 use super::shard_state::BrokerShard;
 use super::work::{Origin, Work};
 use crate::protocol::body::consumer_group::GetConsumerListByGroupResponseBody;
-use crate::protocol::body::heartbeat::{HeartbeatData, SubscriptionData};
+use crate::protocol::body::heartbeat::{HeartbeatData, MessageModel, SubscriptionData};
 use crate::protocol::body::lock::{
     LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody,
 };
@@ -240,17 +240,9 @@ impl ControlPlane {
             code::GET_CONSUMER_CONNECTION_LIST => {
                 let h: ConsumerGroupRequestHeader = request.decode_header()?;
                 let connection = self.tables.borrow().consumers.connection(&h.consumer_group);
-                match connection {
-                    Some(connection) => Ok(ok().with_body(body::encode(&connection)?)),
-                    None => Ok(RemotingCommand::response_to(
-                        request,
-                        response::CONSUMER_NOT_ONLINE,
-                        Some(format!(
-                            "the consumer group[{}] not online",
-                            h.consumer_group
-                        )),
-                    )),
-                }
+                let connection =
+                    connection.ok_or(BrokerError::ConsumerNotOnline(h.consumer_group))?;
+                Ok(ok().with_body(body::encode(&connection)?))
             }
             code::LOCK_BATCH_MQ => {
                 let body: LockBatchRequestBody = body::decode(&request.body)?;
@@ -343,8 +335,12 @@ impl ControlPlane {
                 // V1 semantics: ringmq does not offer heartbeat V2, so every heartbeat carries
                 // the full subscriptions.
                 let registered = tables.consumers.register(channel, consumer, None)?;
+                // Java (5.x) notifies a CLUSTERING group's members of a change in its ids or
+                // topics; BROADCASTING members do not share queues, so do not rebalance.
                 let changed = registered.ids_changed || registered.subscriptions_changed;
-                let notify = changed && group_config.notify_consumer_ids_changed_enable;
+                let clustering = consumer.message_model != Some(MessageModel::Broadcasting);
+                let notify =
+                    changed && clustering && group_config.notify_consumer_ids_changed_enable;
                 (notify, registered.snapshot_changed || !had_group, new_topic)
             };
             if ids_changed {

@@ -54,6 +54,8 @@ pub enum BrokerError {
     SubscriptionParseFailed(String),
     #[error("no message found: {0}")]
     QueryNotFound(String),
+    #[error("the consumer group[{0}] not online")]
+    ConsumerNotOnline(String),
     /// A bounded queue or table is full: the client should back off and retry.
     #[error("[TOO_MANY_REQUESTS] broker busy: {0}")]
     Busy(&'static str),
@@ -91,6 +93,7 @@ impl BrokerError {
             SubscriptionNotLatest => response::SUBSCRIPTION_NOT_LATEST,
             SubscriptionParseFailed(_) => response::SUBSCRIPTION_PARSE_FAILED,
             QueryNotFound(_) => response::QUERY_NOT_FOUND,
+            ConsumerNotOnline(_) => response::CONSUMER_NOT_ONLINE,
         }
     }
 

@@ -162,3 +162,72 @@ impl Drop for PendingGuard<'_> {
         self.router.pending.borrow_mut().remove(&self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::control_plane::ControlOp;
+    use glommio::channels::shared_channel;
+    use glommio::LocalExecutorBuilder;
+
+    /// Enough for glommio's rings; these executors do no DMA I/O.
+    const IO_MEMORY: usize = 512 << 10;
+
+    /// A shard whose owner never answers: the forwards it waits on are bounded, and the one
+    /// past the bound fails at once with Busy (SYSTEM_BUSY) instead of queueing.
+    #[test]
+    fn forwards_past_the_bound_are_refused_at_once() {
+        let mesh = RouterMesh::new(2);
+        let (done_tx, done_rx) = shared_channel::new_bounded::<()>(1);
+        let owner_mesh = mesh.clone();
+        let owner = LocalExecutorBuilder::default()
+            .io_memory(IO_MEMORY)
+            .spawn(move || async move {
+                let _router = Router::join(owner_mesh, |_, _| futures_lite::future::pending())
+                    .await
+                    .unwrap();
+                let done = done_rx.connect().await;
+                let _ = done.recv().await;
+            })
+            .unwrap();
+        let asker = LocalExecutorBuilder::default()
+            .io_memory(IO_MEMORY)
+            .spawn(move || async move {
+                let router = Router::join(mesh, |_, _| async { Ok(Reply::Done) })
+                    .await
+                    .unwrap();
+                let owner_id = 1 - router.shard_id();
+                let mut waiting = Vec::new();
+                while router.pending.borrow().len() < FORWARDS_PENDING_MAX {
+                    let r = router.clone();
+                    waiting.push(glommio::spawn_local(async move {
+                        r.call(
+                            owner_id,
+                            Work::Control(ControlOp::FindOrCreateGroup("g".into())),
+                        )
+                        .await
+                        .is_ok()
+                    }));
+                    glommio::yield_if_needed().await;
+                    if waiting.len() % 1024 == 0 {
+                        glommio::executor().yield_task_queue_now().await;
+                    }
+                }
+                let refused = router
+                    .call(
+                        owner_id,
+                        Work::Control(ControlOp::FindOrCreateGroup("g".into())),
+                    )
+                    .await;
+                let done = done_tx.connect().await;
+                let _ = done.send(()).await;
+                matches!(refused, Err(BrokerError::Busy(_)))
+            })
+            .unwrap();
+        assert!(
+            asker.join().unwrap(),
+            "the forward past the bound was not refused with Busy"
+        );
+        owner.join().unwrap();
+    }
+}

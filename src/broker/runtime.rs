@@ -47,7 +47,18 @@ pub enum StartError {
 }
 
 /// Runs a broker until SIGTERM or SIGINT. `on_ready` runs once every shard listens.
-pub fn run(config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<(), StartError> {
+pub fn run(mut config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<(), StartError> {
+    config.listen = server::claim_port(config.listen)
+        .map_err(|e| StartError::Other(format!("cannot listen on {}: {e}", config.listen)))?;
+    // The VIP port (listen port - 2) is a courtesy to clients with vipChannelEnabled: when
+    // another process holds it, the broker runs without it.
+    let vip = vip_addr(config.listen).and_then(|vip| match server::claim_port(vip) {
+        Ok(vip) => Some(vip),
+        Err(err) => {
+            tracing::warn!(%vip, %err, "VIP port not served");
+            None
+        }
+    });
     let shards = config.shards;
     check_shard_count(&config.store_path_root_dir, shards)?;
     let config_dir = config.store_path_root_dir.join("config");
@@ -67,17 +78,18 @@ pub fn run(config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<()
         let (stop_tx, stop_rx) = shared_channel::new_bounded::<()>(1);
         stops.push(stop_tx);
         let control_tables = if id == 0 { tables.take() } else { None };
-        let (config, snapshot, mesh, ready) = (
+        let (config, snapshot, mesh, ready, vip) = (
             config.clone(),
             snapshot.clone(),
             mesh.clone(),
             ready_tx.clone(),
+            vip,
         );
         let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{id}"))
             .io_memory(SHARD_IO_MEMORY_BYTES)
             .spawn(move || async move {
-                let started = start_shard(id, config, snapshot, control_tables, mesh).await;
+                let started = start_shard(id, config, snapshot, control_tables, mesh, vip).await;
                 match started {
                     Ok((shard, bound)) => {
                         let _ = ready.send(Ok(bound));
@@ -175,6 +187,7 @@ async fn start_shard(
     snapshot: Arc<ControlSnapshot>,
     control_tables: Option<(TopicTable, SubscriptionGroupTable)>,
     mesh: RouterMesh,
+    vip: Option<SocketAddr>,
 ) -> Result<(Rc<BrokerShard>, SocketAddr), StartError> {
     let fail = |reason: String| StartError::Shard { shard: id, reason };
     let store = open_store(id, &config)
@@ -193,10 +206,8 @@ async fn start_shard(
 
     spawn_background(&shard);
     let bound = listen(&shard, config.listen).map_err(fail)?;
-    if let Some(vip) = vip_addr(bound) {
-        if let Err(err) = listen(&shard, vip) {
-            tracing::warn!(%vip, %err, "VIP port not served");
-        }
+    if let Some(vip) = vip {
+        listen(&shard, vip).map_err(fail)?;
     }
     Ok((shard, bound))
 }
@@ -243,7 +254,7 @@ fn spawn_background(shard: &Rc<BrokerShard>) {
 fn listen(shard: &Rc<BrokerShard>, addr: SocketAddr) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    glommio::spawn_local(server::serve(listener, shard.clone())).detach();
+    shard.add_listener(glommio::spawn_local(server::serve(listener, shard.clone())));
     Ok(bound)
 }
 

@@ -6,6 +6,7 @@ use super::config::BrokerConfig;
 use super::control_plane::{ControlOp, ControlPlane, ControlReply, ControlSnapshot};
 use super::error::{BrokerError, BrokerResult};
 use super::placement::{owner_of, owner_of_offset};
+use super::processor::{is_control, is_queue_request, is_send, is_stats};
 use super::router::Router;
 use super::work::{Origin, Reply, Work};
 use crate::protocol::body::heartbeat::SubscriptionData;
@@ -55,6 +56,8 @@ pub struct BrokerShard {
     boot_timestamp_ms: i64,
     /// Set at a clean stop: sends are refused so nothing is acknowledged after the flush.
     stopping: Cell<bool>,
+    /// The accept loops; dropping them closes the listening sockets.
+    listeners: RefCell<Vec<glommio::Task<()>>>,
     /// This shard itself, for tasks that outlive the call that spawns them.
     me: Weak<BrokerShard>,
 }
@@ -87,6 +90,7 @@ impl BrokerShard {
             queue_cursor: Cell::new(id as u32),
             counters: Cell::new(Counters::default()),
             stopping: Cell::new(false),
+            listeners: RefCell::new(Vec::new()),
             boot_timestamp_ms: ringmq_shards::io::Clock::now_ms(&RealClock),
         })
     }
@@ -96,8 +100,16 @@ impl BrokerShard {
         self.me.upgrade()
     }
 
+    /// Keeps an accept loop running until the stop.
+    pub fn add_listener(&self, accept_loop: glommio::Task<()>) {
+        self.listeners.borrow_mut().push(accept_loop);
+    }
+
+    /// The clean stop begins: no new connections (the accept loops are cancelled, closing
+    /// their sockets) and no new sends; requests on open connections are still answered.
     pub fn begin_stop(&self) {
         self.stopping.set(true);
+        self.listeners.borrow_mut().clear();
     }
 
     pub fn is_stopping(&self) -> bool {
@@ -334,18 +346,11 @@ impl BrokerShard {
         request: &RemotingCommand,
     ) -> BrokerResult<RemotingCommand> {
         match request.code {
-            code::SEND_MESSAGE | code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE => {
+            c if is_send(c) => {
                 let (owner, forwarded) = self.route_send(request).await?;
                 self.at(owner, origin, forwarded).await
             }
-            code::PULL_MESSAGE
-            | code::LITE_PULL_MESSAGE
-            | code::QUERY_CONSUMER_OFFSET
-            | code::UPDATE_CONSUMER_OFFSET
-            | code::GET_MAX_OFFSET
-            | code::GET_MIN_OFFSET
-            | code::GET_EARLIEST_MSG_STORETIME
-            | code::SEARCH_OFFSET_BY_TIMESTAMP => {
+            c if is_queue_request(c) => {
                 // Every one of these headers names the queue as `topic` + `queueId`.
                 let queue: QueueRequestHeader = request.decode_header()?;
                 let owner = self.owner_of(&queue.topic, queue.queue_id);
@@ -365,13 +370,11 @@ impl BrokerShard {
                 let parts = self.on_every_shard(origin, request).await?;
                 super::processor::query::merge_query_parts(request, parts)
             }
-            code::GET_TOPIC_STATS_INFO
-            | code::GET_CONSUME_STATS
-            | code::GET_BROKER_RUNTIME_INFO => {
+            c if is_stats(c) => {
                 let parts = self.on_every_shard(origin, request).await?;
                 super::processor::admin::merge_stats_parts(self, request, parts)
             }
-            code if super::processor::is_control(code) => self.at(0, origin, request.clone()).await,
+            c if is_control(c) => self.at(0, origin, request.clone()).await,
             _ => self.serve(origin, request).await,
         }
     }
@@ -398,24 +401,14 @@ impl BrokerShard {
         origin: Origin,
         request: &RemotingCommand,
     ) -> BrokerResult<RemotingCommand> {
-        use super::processor::is_control;
         match request.code {
-            code::SEND_MESSAGE | code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE => {
-                self.serve_send(origin, request).await
-            }
+            c if is_send(c) => self.serve_send(origin, request).await,
             code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => self.serve_pull(origin, request).await,
-            code::QUERY_CONSUMER_OFFSET
-            | code::UPDATE_CONSUMER_OFFSET
-            | code::GET_MAX_OFFSET
-            | code::GET_MIN_OFFSET
-            | code::GET_EARLIEST_MSG_STORETIME
-            | code::SEARCH_OFFSET_BY_TIMESTAMP => self.serve_offsets(request).await,
+            c if is_queue_request(c) => self.serve_offsets(request).await,
             code::VIEW_MESSAGE_BY_ID => self.serve_view_message(request).await,
             code::QUERY_MESSAGE => self.serve_query_message_part(request).await,
-            code::GET_TOPIC_STATS_INFO
-            | code::GET_CONSUME_STATS
-            | code::GET_BROKER_RUNTIME_INFO => self.serve_stats_part(request).await,
-            code if is_control(code) => match &self.control {
+            c if is_stats(c) => self.serve_stats_part(request).await,
+            c if is_control(c) => match &self.control {
                 Some(control) => control.serve_request(self, origin, request).await,
                 None => Err(BrokerError::Internal(
                     "control request on a shard other than 0".into(),

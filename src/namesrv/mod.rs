@@ -46,6 +46,7 @@ pub async fn run(
     let nameserver = NameServer::with_kv_file(timeout_ms(broker_timeout), kv_path)
         .map_err(std::io::Error::other)?;
     let nameserver = Rc::new(nameserver);
+    let listen = server::claim_port(listen)?;
     let listener =
         TcpListener::bind(listen).map_err(|err| std::io::Error::other(err.to_string()))?;
     let bound = listener

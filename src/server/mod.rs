@@ -12,6 +12,7 @@ use glommio::net::TcpListener;
 use glommio::sync::Semaphore;
 use glommio::timer::Timer;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -88,6 +89,14 @@ pub async fn serve<H: RequestHandler>(listener: TcpListener, handler: Rc<H>) {
             }
         }
     }
+}
+
+/// Makes sure no other process listens on `addr`, and turns port 0 into a free port.
+/// glommio sets SO_REUSEPORT on every listener (that is how a broker's shards share one port),
+/// and the kernel would let a second process of the same user join that group and take part of
+/// the connections; a plain listener, without the option, fails with EADDRINUSE instead.
+pub fn claim_port(addr: SocketAddr) -> std::io::Result<SocketAddr> {
+    std::net::TcpListener::bind(addr)?.local_addr()
 }
 
 /// The answer to a request code nobody serves, worded as Java words it (leading space included).

@@ -4,10 +4,12 @@
 //! Needs Java 17+. Tests that use it include `namesrv_support` too (for `maven_classpath`).
 #![allow(dead_code)] // each test binary uses its own subset of these helpers
 
+pub mod broker_checks;
+
 use crate::namesrv_support::{maven_classpath, EVENT_DEADLINE};
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
@@ -71,16 +73,96 @@ impl Drop for Jvm {
     }
 }
 
-/// An Apache NameServer and one master broker registered with it.
-pub struct ApacheCluster {
-    // Field order is drop order: the broker stops before its NameServer, and both before
-    // their directory is removed.
-    broker: Jvm,
-    namesrv: Jvm,
-    pub namesrv_addr: String,
-    pub broker_addr: String,
+/// The Apache jars and a home directory for their JVMs (ROCKETMQ_HOME, user.home, the logging
+/// config, configs and stores), removed on drop.
+pub struct JavaEnv {
     classpath: String,
     home: TempDir,
+}
+
+impl JavaEnv {
+    pub fn new() -> Self {
+        let home = TempDir::new("apache");
+        std::fs::write(home.0.join("logback.xml"), LOGBACK_XML).unwrap();
+        Self {
+            classpath: maven_classpath("apache_support"),
+            home,
+        }
+    }
+
+    /// `java` with the jars, a bounded heap, the logging config, and ROCKETMQ_HOME and
+    /// user.home (where the JVMs would put logs and stores) in the home directory.
+    fn java(&self) -> Command {
+        let home = &self.home.0;
+        let mut command = Command::new("java");
+        command
+            .arg(JVM_HEAP)
+            .arg(format!("-Duser.home={}", home.display()))
+            .arg(format!(
+                "-Drmq.logback.configurationFile={}",
+                home.join("logback.xml").display()
+            ))
+            .arg("-cp")
+            .arg(&self.classpath)
+            .env("ROCKETMQ_HOME", home);
+        command
+    }
+
+    /// Runs Apache's `mqadmin <args> -n <namesrv>` (any NameServer, Apache's or ringmq's) and
+    /// returns its standard output.
+    pub fn mqadmin(&self, namesrv: &str, args: &[&str]) -> String {
+        let output = self
+            .java()
+            .arg("org.apache.rocketmq.tools.command.MQAdminStartup")
+            .args(args)
+            .args(["-n", namesrv])
+            .output()
+            .expect("run mqadmin");
+        assert!(
+            output.status.success(),
+            "mqadmin {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("utf-8 output")
+    }
+}
+
+/// An Apache NameServer, with the Java environment it runs in.
+pub struct ApacheNameServer {
+    // Field order is drop order: the JVM stops before its directory is removed.
+    namesrv: Jvm,
+    pub addr: String,
+    pub java: JavaEnv,
+}
+
+impl ApacheNameServer {
+    /// Starts one on a free loopback port; returns once it has booted.
+    pub fn start() -> Self {
+        let java = JavaEnv::new();
+        let port = free_port();
+        let conf = java.home.0.join("namesrv.properties");
+        std::fs::write(&conf, format!("listenPort={port}\n")).unwrap();
+        let namesrv = spawn_until(
+            java.java()
+                .arg("org.apache.rocketmq.namesrv.NamesrvStartup")
+                .arg("-c")
+                .arg(&conf),
+            "boot success",
+        );
+        Self {
+            namesrv,
+            addr: format!("127.0.0.1:{port}"),
+            java,
+        }
+    }
+}
+
+/// An Apache NameServer and one master broker registered with it.
+pub struct ApacheCluster {
+    // Field order is drop order: the broker stops before its NameServer.
+    broker: Jvm,
+    pub namesrv: ApacheNameServer,
+    pub broker_addr: String,
 }
 
 fn free_port() -> u16 {
@@ -105,24 +187,12 @@ fn free_broker_port() -> u16 {
 
 impl ApacheCluster {
     pub fn start() -> Self {
-        let home = TempDir::new("apache-broker");
-        let classpath = maven_classpath("apache_support");
-        std::fs::write(home.0.join("logback.xml"), LOGBACK_XML).unwrap();
-        let namesrv_port = free_port();
-        let namesrv_conf = home.0.join("namesrv.properties");
-        std::fs::write(&namesrv_conf, format!("listenPort={namesrv_port}\n")).unwrap();
-        let namesrv_addr = format!("127.0.0.1:{namesrv_port}");
-        let namesrv = spawn_until(
-            java(&classpath, &home.0)
-                .arg("org.apache.rocketmq.namesrv.NamesrvStartup")
-                .arg("-c")
-                .arg(&namesrv_conf),
-            "boot success",
-        );
-
+        let namesrv = ApacheNameServer::start();
+        let (java, namesrv_addr) = (&namesrv.java, &namesrv.addr);
+        let home = &java.home.0;
         let broker_port = free_broker_port();
-        let store = home.0.join("store");
-        let broker_conf = home.0.join("broker.conf");
+        let store = home.join("store");
+        let broker_conf = home.join("broker.conf");
         std::fs::write(
             &broker_conf,
             format!(
@@ -136,7 +206,7 @@ impl ApacheCluster {
         )
         .unwrap();
         let broker = spawn_until(
-            java(&classpath, &home.0)
+            java.java()
                 .arg("org.apache.rocketmq.broker.BrokerStartup")
                 .arg("-c")
                 .arg(&broker_conf),
@@ -144,46 +214,15 @@ impl ApacheCluster {
         );
         Self {
             broker,
-            namesrv,
-            namesrv_addr,
             broker_addr: format!("127.0.0.1:{broker_port}"),
-            classpath,
-            home,
+            namesrv,
         }
     }
 
-    /// Runs Apache's `mqadmin <args> -n <this NameServer>` and returns its standard output.
+    /// Runs Apache's `mqadmin <args>` against this cluster's NameServer.
     pub fn mqadmin(&self, args: &[&str]) -> String {
-        let output = java(&self.classpath, &self.home.0)
-            .arg("org.apache.rocketmq.tools.command.MQAdminStartup")
-            .args(args)
-            .args(["-n", &self.namesrv_addr])
-            .output()
-            .expect("run mqadmin");
-        assert!(
-            output.status.success(),
-            "mqadmin {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).expect("utf-8 output")
+        self.namesrv.java.mqadmin(&self.namesrv.addr, args)
     }
-}
-
-/// `java` with the jars, a bounded heap, and ROCKETMQ_HOME and user.home (where the JVMs put
-/// their logs and stores) in `home`.
-fn java(classpath: &str, home: &Path) -> Command {
-    let mut command = Command::new("java");
-    command
-        .arg(JVM_HEAP)
-        .arg(format!("-Duser.home={}", home.display()))
-        .arg(format!(
-            "-Drmq.logback.configurationFile={}",
-            home.join("logback.xml").display()
-        ))
-        .arg("-cp")
-        .arg(classpath)
-        .env("ROCKETMQ_HOME", home);
-    command
 }
 
 /// Starts `command` and waits (up to [`EVENT_DEADLINE`]) for a line containing `ready` on

@@ -3,6 +3,12 @@
 //! Java 5.x broker and client build them.
 #![allow(dead_code)] // each test binary uses its own subset of these helpers
 
+#[path = "../process_support/mod.rs"]
+mod process_support;
+use process_support::ServerProcess;
+#[allow(unused_imports)] // each test binary uses its own subset of these helpers
+pub use process_support::{maven_classpath, EVENT_DEADLINE};
+
 use ringmq::client::RemotingClient;
 use ringmq::namesrv::processor::body_crc32;
 use ringmq::protocol::body::{
@@ -11,13 +17,8 @@ use ringmq::protocol::body::{
 use ringmq::protocol::codes::request;
 use ringmq::protocol::command::{RemotingCommand, SerializeType};
 use ringmq::protocol::header::{GetRouteInfoRequestHeader, RegisterBrokerRequestHeader};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
-
-/// How long a test waits for the server to start or for an awaited log line.
-pub const EVENT_DEADLINE: Duration = Duration::from_secs(30);
+use std::process::Command;
+use std::time::Duration;
 
 /// Per-request timeout in tests; generous because the machine is shared.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,9 +27,8 @@ pub const CLUSTER: &str = "DefaultCluster";
 
 /// A running `ringmq namesrv`; the process is killed when this drops.
 pub struct NameServerProcess {
-    child: Child,
+    process: ServerProcess,
     pub addr: String,
-    log_lines: Receiver<String>,
 }
 
 impl NameServerProcess {
@@ -65,58 +65,20 @@ impl NameServerProcess {
         Self::spawn(command)
     }
 
-    fn spawn(mut command: Command) -> Self {
-        let mut child = command
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn ringmq namesrv");
-        let stdout = child.stdout.take().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (addr_tx, addr_rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("ringmq namesrv listening on ") {
-                    let _ = addr_tx.send(addr.to_owned());
-                }
-            }
-        });
-        let (log_tx, log_lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[namesrv] {line}");
-                let _ = log_tx.send(line);
-            }
-        });
-        // Build the guard before waiting, so the child is killed if the wait fails.
-        let mut process = Self {
-            child,
-            addr: String::new(),
-            log_lines,
-        };
-        process.addr = addr_rx
-            .recv_timeout(EVENT_DEADLINE)
-            .expect("namesrv printed its address");
-        process
+    fn spawn(command: Command) -> Self {
+        let process = ServerProcess::spawn(command, "namesrv");
+        let addr = process.wait_for_stdout("ringmq namesrv listening on ");
+        Self { process, addr }
     }
 
     /// Waits (up to [`EVENT_DEADLINE`]) for a log line containing `needle`.
     pub fn wait_for_log(&self, needle: &str) -> String {
-        self.wait_for_any_log(&[needle])
+        self.process.wait_for_any_log(&[needle])
     }
 
     /// Waits (up to [`EVENT_DEADLINE`]) for a log line containing any of `needles`.
     pub fn wait_for_any_log(&self, needles: &[&str]) -> String {
-        let deadline = Instant::now() + EVENT_DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.log_lines.recv_timeout(left) {
-                Ok(line) if needles.iter().any(|needle| line.contains(needle)) => return line,
-                Ok(_) => continue,
-                Err(err) => panic!("no log line containing any of {needles:?}: {err}"),
-            }
-        }
+        self.process.wait_for_any_log(needles)
     }
 
     /// Runs `ringmq admin <args> -n <this server>` and returns (exit success, stdout, stderr).
@@ -162,13 +124,6 @@ pub fn run_admin(namesrv: &str, args: &[&str]) -> (bool, String, String) {
         text(output.stdout),
         text(output.stderr),
     )
-}
-
-impl Drop for NameServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// One broker as a test registers it.
@@ -286,29 +241,4 @@ pub async fn register(conn: &RemotingClient, broker: &Broker) -> RemotingCommand
         resp.remark
     );
     resp
-}
-
-/// The classpath of the Maven project in `tests/<dir>/pom.xml`, resolved offline from the
-/// local repository (the Java compatibility tests need the jars there already).
-pub fn maven_classpath(dir: &str) -> String {
-    let pom = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(dir)
-        .join("pom.xml");
-    let out = std::env::temp_dir().join(format!("ringmq-{dir}-cp-{}.txt", std::process::id()));
-    let status = Command::new("mvn")
-        .args(["-o", "-q", "-f"])
-        .arg(&pom)
-        .arg("dependency:build-classpath")
-        .arg(format!("-Dmdep.outputFile={}", out.display()))
-        .status()
-        .expect("run mvn");
-    assert!(
-        status.success(),
-        "mvn could not resolve {} offline",
-        pom.display()
-    );
-    let classpath = std::fs::read_to_string(&out).expect("classpath file");
-    let _ = std::fs::remove_file(out);
-    classpath
 }

@@ -339,7 +339,8 @@ impl ConsumerGroups {
         let mut sub_change = group.heartbeat_fingerprint != fingerprint && !is_new_group;
         group.heartbeat_fingerprint = fingerprint;
         let (subscriptions_changed, stored_changed) = if without_sub {
-            // Nothing stored to keep: ask the client for its subscriptions.
+            // Keep what is stored; if nothing is (a new group, a restarted broker), ask the
+            // client for its subscriptions.
             sub_change |= group.subscriptions().is_empty();
             (false, false)
         } else {

@@ -429,3 +429,102 @@ fn finds_a_member_by_client_id_and_the_groups_of_a_topic() {
     assert_eq!(groups.groups_consuming("U"), ["G0"]);
     assert!(groups.groups_consuming("V").is_empty());
 }
+
+/// One step of the randomized model test below.
+#[derive(Debug, Clone)]
+enum Step {
+    /// client, connection, group, topics (index into TOPICS) with versions, broadcasting,
+    /// V2 without subscriptions.
+    Register {
+        client: u8,
+        connection: u8,
+        group: u8,
+        subs: Vec<(u8, u8)>,
+        broadcasting: bool,
+        without_sub: bool,
+    },
+    Unregister {
+        client: u8,
+        group: u8,
+    },
+    Close {
+        connection: u8,
+    },
+    /// Advance the clock by this many seconds and expire.
+    Expire {
+        seconds: u8,
+    },
+}
+
+const TOPICS: [&str; 3] = ["T", "U", "%RETRY%G"];
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0..4u8, 0..4u8, 0..3u8, proptest::collection::vec((0..3u8, 0..3u8), 0..3), any::<bool>(), any::<bool>())
+            .prop_map(|(client, connection, group, subs, broadcasting, without_sub)| Step::Register {
+                client, connection, group, subs, broadcasting, without_sub
+            }),
+        1 => (0..4u8, 0..3u8).prop_map(|(client, group)| Step::Unregister { client, group }),
+        1 => (0..4u8).prop_map(|connection| Step::Close { connection }),
+        1 => (0..200u8).prop_map(|seconds| Step::Expire { seconds }),
+    ]
+}
+
+proptest::proptest! {
+    /// Whatever the order of heartbeats, leaves, closes and expiries: no group is left
+    /// without members, every change of what the shards read bumps the snapshot version
+    /// (shards drop snapshots that are not newer), and the snapshot always equals the table.
+    #[test]
+    fn every_change_the_shards_see_bumps_the_snapshot_version(
+        steps in proptest::collection::vec(step(), 1..40)
+    ) {
+        let mut groups = ConsumerGroups::new();
+        let mut now = T0;
+        let mut held = groups.snapshot();
+        for step in steps {
+            match step {
+                Step::Register { client, connection, group, subs, broadcasting, without_sub } => {
+                    let subs = subs
+                        .iter()
+                        .map(|&(topic, version)| subscription(TOPICS[topic as usize], "*", T0 + i64::from(version)))
+                        .collect();
+                    let data = ConsumerData {
+                        message_model: Some(if broadcasting {
+                            MessageModel::Broadcasting
+                        } else {
+                            MessageModel::Clustering
+                        }),
+                        ..push_consumer(&format!("G{group}"), subs)
+                    };
+                    let v2 = without_sub.then_some(HeartbeatV2 { fingerprint: 1, without_sub });
+                    let ch = channel(&format!("c{client}"), u64::from(connection), now);
+                    groups.register(ch, &data, v2).unwrap();
+                }
+                Step::Unregister { client, group } => {
+                    groups.unregister(&format!("G{group}"), &format!("c{client}"));
+                }
+                Step::Close { connection } => {
+                    groups.connection_closed(ConnectionId(u64::from(connection)));
+                }
+                Step::Expire { seconds } => {
+                    now += i64::from(seconds) * 1000;
+                    groups.expire(now);
+                }
+            }
+            let fresh = groups.snapshot();
+            if fresh.groups.len() != held.groups.len()
+                || fresh.groups.iter().any(|(name, view)| held.group(name) != Some(view.as_ref()))
+            {
+                proptest::prop_assert!(fresh.is_newer_than(&held), "changed without a new version");
+            } else {
+                proptest::prop_assert_eq!(fresh.version, held.version);
+            }
+            for (name, group) in &groups.consumers {
+                proptest::prop_assert!(group.channels().next().is_some(), "{} left empty", name);
+                proptest::prop_assert_eq!(fresh.group(name), Some(group.view.as_ref()));
+            }
+            held = fresh;
+        }
+    }
+}

@@ -3,11 +3,7 @@ use super::*;
 const T0: i64 = 1_700_000_000_000;
 
 fn queue(queue_id: i32) -> MessageQueue {
-    MessageQueue {
-        broker_name: "broker-a".into(),
-        queue_id,
-        topic: "T".into(),
-    }
+    MessageQueue::new("T", "broker-a", queue_id)
 }
 
 fn queues(ids: std::ops::Range<i32>) -> Vec<MessageQueue> {

@@ -211,7 +211,7 @@ impl SubscriptionGroupTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::persist::test_dir;
+    use crate::persist::{test_dir, test_dir_with_file};
 
     /// subscriptionGroup.json as Apache RocketMQ 4.9 writes it (fastjson's pretty form of
     /// `SubscriptionGroupManager`: no forbiddenTable, no 5.x group fields).
@@ -268,11 +268,7 @@ mod tests {
 
     #[test]
     fn loads_a_file_written_by_apache_49_and_ignores_a_torn_tmp() {
-        let dir = test_dir("groups-apache");
-        std::fs::create_dir_all(dir.join("config")).unwrap();
-        std::fs::write(dir.join(SUBSCRIPTION_GROUPS_FILE), APACHE_49_FILE).unwrap();
-        let tmp = dir.join("config/subscriptionGroup.json.tmp");
-        std::fs::write(tmp, &APACHE_49_FILE[..60]).unwrap();
+        let dir = test_dir_with_file("groups-apache", SUBSCRIPTION_GROUPS_FILE, APACHE_49_FILE);
         let table = SubscriptionGroupTable::open(&dir, &config(true)).unwrap();
         assert_eq!(table.data_version().counter, 3);
         let billing = table.get("billing").unwrap();

@@ -434,7 +434,7 @@ fn system_topics(config: &BrokerConfig, reply_topic: &str) -> BTreeMap<String, T
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::persist::test_dir;
+    use crate::persist::{test_dir, test_dir_with_file};
 
     /// topics.json as Apache RocketMQ 4.9 writes it: fastjson's pretty form of
     /// `TopicConfigSerializeWrapper` (4.9's DataVersion has no stateVersion, its TopicConfig
@@ -510,11 +510,8 @@ mod tests {
 
     #[test]
     fn loads_a_file_written_by_apache_49_over_the_system_topics() {
-        let dir = test_dir("topics-apache");
-        std::fs::create_dir_all(dir.join("config")).unwrap();
-        std::fs::write(dir.join(TOPICS_FILE), APACHE_49_FILE).unwrap();
         // A crash during a write leaves a torn copy beside the file; it is never read.
-        std::fs::write(dir.join("config/topics.json.tmp"), &APACHE_49_FILE[..40]).unwrap();
+        let dir = test_dir_with_file("topics-apache", TOPICS_FILE, APACHE_49_FILE);
         let table = TopicTable::open(&dir, &config(true)).unwrap();
         assert_eq!(table.data_version().counter, 5);
         assert_eq!(table.data_version().timestamp, 1_700_000_000_456);

@@ -1,5 +1,5 @@
-//! Inspection requests: GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (from the
-//! shard's snapshot), and the ones every shard contributes to — GET_TOPIC_STATS_INFO,
+//! Inspection requests: GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+//! and QUERY_TOPIC_CONSUME_BY_WHO (from the shard's snapshot), and the ones every shard contributes to — GET_TOPIC_STATS_INFO,
 //! GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO — each shard answering for what it owns and
 //! the connection's shard merging.
 
@@ -18,6 +18,15 @@ use crate::protocol::header::{
 use crate::protocol::message::record::RecordView;
 use crate::server::not_supported;
 use ringmq_shards::QueueReadRequest;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// `GroupList`, the body of QUERY_TOPIC_CONSUME_BY_WHO.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct GroupList {
+    group_list: BTreeSet<String>,
+}
 
 impl BrokerShard {
     /// Requests any shard answers from its own copy of the control plane.
@@ -46,6 +55,18 @@ impl BrokerShard {
                     ..Default::default()
                 };
                 Ok(ok().with_body(body::encode(&wrapper)?))
+            }
+            code::GET_TOPIC_CONFIG => {
+                // `TopicConfigAndQueueMapping`: the topic's config; no static-topic mapping here.
+                let h: TopicRequestHeader = request.decode_header()?;
+                Ok(match self.topic(&h.topic) {
+                    Some(config) => ok().with_body(body::encode(&config)?),
+                    None => RemotingCommand::response_to(
+                        request,
+                        response::TOPIC_NOT_EXIST,
+                        Some(format!("No topic in this broker. topic: {}", h.topic)),
+                    ),
+                })
             }
             _ => Ok(not_supported(request)),
         }
@@ -109,6 +130,24 @@ impl BrokerShard {
                 }
                 Ok(ok().with_body(stats.encode()?))
             }
+            code::QUERY_TOPIC_CONSUME_BY_WHO => {
+                // Java: the online groups subscribing the topic, and the groups holding an
+                // offset of it (those live in the stores of the shards owning its queues).
+                let h: TopicRequestHeader = request.decode_header()?;
+                let mut groups = GroupList::default();
+                groups
+                    .group_list
+                    .extend(self.store().groups_with_offsets(&h.topic));
+                groups.group_list.extend(
+                    self.snapshot()
+                        .subscriptions
+                        .groups
+                        .iter()
+                        .filter(|(_, group)| group.subscriptions.contains_key(&h.topic))
+                        .map(|(name, _)| name.clone()),
+                );
+                Ok(ok().with_body(body::encode(&groups)?))
+            }
             code::GET_BROKER_RUNTIME_INFO => {
                 let counters = self.counters();
                 let mut table = KvTable::default();
@@ -138,17 +177,21 @@ impl BrokerShard {
         MessageQueue::new(topic, &self.config().broker_name, queue_id)
     }
 
-    /// The topics a GET_CONSUME_STATS covers: the one asked, or those the group subscribes.
-    fn consumed_topics(&self, h: &GetConsumeStatsRequestHeader) -> Vec<String> {
+    /// The topics a GET_CONSUME_STATS covers: the one asked, or those the group subscribes
+    /// online or holds offsets of here (Java's `whichTopicByConsumer`).
+    fn consumed_topics(&self, h: &GetConsumeStatsRequestHeader) -> BTreeSet<String> {
         if let Some(topic) = h.topic.as_ref().filter(|t| !t.is_empty()) {
-            return vec![topic.clone()];
+            return BTreeSet::from([topic.clone()]);
         }
-        let snapshot = self.snapshot();
-        snapshot
-            .subscriptions
-            .group(&h.consumer_group)
-            .map(|group| group.subscriptions.keys().cloned().collect())
-            .unwrap_or_default()
+        let mut topics: BTreeSet<String> = self
+            .store()
+            .topics_with_offsets(&h.consumer_group)
+            .into_iter()
+            .collect();
+        if let Some(group) = self.snapshot().subscriptions.group(&h.consumer_group) {
+            topics.extend(group.subscriptions.keys().cloned());
+        }
+        topics
     }
 
     /// Store time of the message at `offset` in a queue, 0 when there is none.
@@ -206,6 +249,14 @@ pub(crate) fn merge_stats_parts(
                 stats.offset_table.extend(piece.offset_table);
             }
             Ok(ok.with_body(stats.encode()?))
+        }
+        code::QUERY_TOPIC_CONSUME_BY_WHO => {
+            let mut groups = GroupList::default();
+            for part in parts {
+                let piece: GroupList = body::decode(&part.body)?;
+                groups.group_list.extend(piece.group_list);
+            }
+            Ok(ok.with_body(body::encode(&groups)?))
         }
         code::GET_BROKER_RUNTIME_INFO => {
             let mut sums: std::collections::BTreeMap<String, u64> = Default::default();

@@ -29,6 +29,40 @@ pub fn is_control(request_code: i32) -> bool {
     )
 }
 
+/// The sends: checked on the connection's shard, stored by the queue's owner.
+pub fn is_send(request_code: i32) -> bool {
+    matches!(
+        request_code,
+        code::SEND_MESSAGE | code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE
+    )
+}
+
+/// Requests about one queue (`topic` + `queueId` in the header): served by its owner.
+pub fn is_queue_request(request_code: i32) -> bool {
+    matches!(
+        request_code,
+        code::PULL_MESSAGE
+            | code::LITE_PULL_MESSAGE
+            | code::QUERY_CONSUMER_OFFSET
+            | code::UPDATE_CONSUMER_OFFSET
+            | code::GET_MAX_OFFSET
+            | code::GET_MIN_OFFSET
+            | code::GET_EARLIEST_MSG_STORETIME
+            | code::SEARCH_OFFSET_BY_TIMESTAMP
+    )
+}
+
+/// Statistics every shard contributes to (for the queues it owns); merged by the asker.
+pub fn is_stats(request_code: i32) -> bool {
+    matches!(
+        request_code,
+        code::GET_TOPIC_STATS_INFO
+            | code::GET_CONSUME_STATS
+            | code::GET_BROKER_RUNTIME_INFO
+            | code::QUERY_TOPIC_CONSUME_BY_WHO
+    )
+}
+
 /// Stored records back to back, as pull, query and view bodies carry them.
 pub fn concat_records(records: &[Bytes]) -> Bytes {
     if let [one] = records {

@@ -8,6 +8,8 @@ use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{
     QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader,
 };
+use crate::protocol::message::record::RecordView;
+use crate::protocol::message::split_records;
 use bytes::BytesMut;
 use ringmq_shards::KeyQuery;
 
@@ -66,17 +68,18 @@ pub(crate) fn merge_query_parts(
     parts: Vec<RemotingCommand>,
 ) -> BrokerResult<RemotingCommand> {
     let header: QueryMessageRequestHeader = request.decode_header()?;
+    let mut found: Vec<RecordView> = parts
+        .into_iter()
+        .flat_map(|part| split_records(part.body).flatten())
+        .collect();
+    // As Java's index query: the newest `limit` matches, oldest first (DefaultMessageStore
+    // sorts the found commit-log offsets). Across shards the store time orders them; the
+    // physical offset (shard id in its high bits) breaks ties the same way every time.
+    found.sort_by_key(|record| (record.store_timestamp_ms(), record.physical_offset()));
+    let taken = found.len().min(query_limit(header.max_num));
     let mut body = BytesMut::new();
-    let mut taken = 0;
-    let limit = query_limit(header.max_num);
-    for part in parts {
-        for record in crate::protocol::message::split_records(part.body).flatten() {
-            if taken == limit {
-                break;
-            }
-            body.extend_from_slice(record.as_bytes());
-            taken += 1;
-        }
+    for record in &found[found.len() - taken..] {
+        body.extend_from_slice(record.as_bytes());
     }
     if taken == 0 {
         return Err(BrokerError::QueryNotFound(

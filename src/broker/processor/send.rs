@@ -18,10 +18,17 @@ use ringmq_shards::AppendResult;
 
 /// Property the Java broker (4.9+) adds to every stored message: the cluster that stored it.
 const PROPERTY_CLUSTER: &str = "CLUSTER";
+/// Properties the Java broker (5.x, `AbstractSendMessageProcessor.buildMsgContext`) sets on
+/// every stored message, replacing the producer's, and answers in the send response: the
+/// broker's region and whether tracing is on. Consumers' trace hooks read them.
+const PROPERTY_MSG_REGION: &str = "MSG_REGION";
+const PROPERTY_TRACE_ON: &str = "TRACE_ON";
 /// What the Java broker answers in MSG_REGION when no region is configured.
 const REGION_DEFAULT: &str = "DefaultRegion";
 /// TRACE_ON as the Java broker answers by default (`traceOn`): clients may trace.
 const TRACE_ON: &str = "true";
+/// The properties the broker sets itself, whatever the producer sent in them.
+const BROKER_SET_PROPERTIES: [&str; 3] = [PROPERTY_CLUSTER, PROPERTY_MSG_REGION, PROPERTY_TRACE_ON];
 
 impl BrokerShard {
     /// Connection-shard half: returns the owning shard and the request to give it (with the
@@ -122,7 +129,8 @@ impl BrokerShard {
     }
 
     /// One message as the store takes it; `flag` is the batch entry's (a single message's
-    /// comes from the header). Adds CLUSTER, and a UNIQ_KEY when the client sent none.
+    /// comes from the header). Sets CLUSTER, MSG_REGION and TRACE_ON, and a UNIQ_KEY when the
+    /// client sent none.
     fn message(
         &self,
         origin: Origin,
@@ -133,7 +141,7 @@ impl BrokerShard {
     ) -> Message {
         let mut pairs: Vec<(&str, &str)> =
             crate::protocol::message::record::properties_iter(properties)
-                .filter(|(name, _)| *name != PROPERTY_CLUSTER)
+                .filter(|(name, _)| !BROKER_SET_PROPERTIES.contains(name))
                 .collect();
         let uniq;
         if find_property(properties, property::UNIQ_KEY).is_none() {
@@ -141,6 +149,8 @@ impl BrokerShard {
             pairs.push((property::UNIQ_KEY, &uniq));
         }
         pairs.push((PROPERTY_CLUSTER, &self.config().broker_cluster_name));
+        pairs.push((PROPERTY_MSG_REGION, REGION_DEFAULT));
+        pairs.push((PROPERTY_TRACE_ON, TRACE_ON));
         let flag = if entry_flag != 0 {
             entry_flag
         } else {

@@ -4,7 +4,7 @@
 //! 204) and the `Connection` inside the last two (REMOTING.md §5.2).
 
 use crate::protocol::body::heartbeat::{
-    ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData,
+    optional_enum, ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData,
 };
 use crate::protocol::command::LanguageCode;
 use crate::protocol::fastjson::lenient;
@@ -61,17 +61,28 @@ fn language<'de, D: Deserializer<'de>>(deserializer: D) -> Result<LanguageCode, 
     })
 }
 
-/// A consumer group's members and what they consume.
+/// A consumer group's members and what they consume. Read from any broker (ringmq's or
+/// Apache's, `mqadmin consumerConnection`): an enum value this build does not know (a newer
+/// broker's) reads as absent, as fastjson reads it, rather than failing the whole body.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConsumerConnection {
     #[serde(deserialize_with = "lenient::or_default")]
     pub connection_set: Vec<Connection>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_enum"
+    )]
     pub consume_from_where: Option<ConsumeFromWhere>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_enum"
+    )]
     pub consume_type: Option<ConsumeType>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_enum"
+    )]
     pub message_model: Option<MessageModel>,
     #[serde(deserialize_with = "lenient::or_default")]
     pub subscription_table: BTreeMap<String, SubscriptionData>,
@@ -135,6 +146,19 @@ mod tests {
             consumer_id_list: vec!["10.0.0.5@capture".into()],
         };
         assert_eq!(encode(&ids).unwrap(), CONSUMER_LIST.as_bytes());
+    }
+
+    #[test]
+    fn reads_unknown_enum_values_as_absent_and_ordinals_as_their_variant() {
+        let cc: ConsumerConnection = decode(
+            br#"{"connectionSet":[{"clientId":"a","language":"NODE_JS","version":"479"}],"consumeType":"CONSUME_SOMEHOW","messageModel":1,"consumeFromWhere":null}"#,
+        )
+        .unwrap();
+        assert_eq!(cc.connection_set[0].language, LanguageCode::NodeJs);
+        assert_eq!(cc.connection_set[0].version, 479);
+        assert_eq!(cc.consume_type, None);
+        assert_eq!(cc.message_model, Some(MessageModel::Clustering));
+        assert_eq!(cc.consume_from_where, None);
     }
 
     #[test]

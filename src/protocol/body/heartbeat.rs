@@ -103,8 +103,9 @@ java_enum!(
 );
 
 /// `deserialize_with` for an optional Java enum: null, a missing field or a value no variant
-/// matches (Go's pull consumer sends `consumeFromWhere: "UNKNOWN"`) all read as `None`.
-fn optional_enum<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+/// matches (Go writes `consumeFromWhere: "UNKNOWN"` for a value outside its three) all read
+/// as `None`.
+pub(crate) fn optional_enum<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,

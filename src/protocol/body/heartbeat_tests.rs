@@ -139,7 +139,7 @@ fn reads_what_the_go_2_1_2_client_sends() {
     let pull = &heartbeat.consumer_data_set[1];
     assert_eq!(pull.consume_type, Some(ConsumeType::ConsumeActively));
     assert_eq!(pull.message_model, Some(MessageModel::Broadcasting));
-    // Go's pull consumer reports "UNKNOWN": read as absent, as fastjson does.
+    // Go writes "UNKNOWN" for a consumeFromWhere outside its three: absent, as fastjson reads it.
     assert_eq!(pull.consume_from_where, None);
 }
 
@@ -280,4 +280,117 @@ fn sql92_keeps_the_text_and_refuses_an_empty_one() {
     // An empty type is TAG, as ExpressionType.isTagType says.
     let tag = SubscriptionData::from_expression("T", "A", Some("")).unwrap();
     assert_eq!(tag.code_set, [65]);
+}
+
+/// Any JSON value, biased to the heartbeat's own field names so the adapters are reached.
+fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let key = prop_oneof![
+        Just("clientID".to_string()),
+        Just("consumerDataSet".to_string()),
+        Just("producerDataSet".to_string()),
+        Just("heartbeatFingerprint".to_string()),
+        Just("withoutSub".to_string()),
+        Just("groupName".to_string()),
+        Just("consumeType".to_string()),
+        Just("messageModel".to_string()),
+        Just("consumeFromWhere".to_string()),
+        Just("subscriptionDataSet".to_string()),
+        Just("codeSet".to_string()),
+        Just("tagsSet".to_string()),
+        Just("subVersion".to_string()),
+        Just("expressionType".to_string()),
+        "[a-z]{1,4}",
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| Value::Number(n.into())),
+        any::<f64>().prop_map(|f| serde_json::json!(f)),
+        "\\PC{0,6}".prop_map(Value::String),
+        Just(Value::String("CLUSTERING".into())),
+    ];
+    leaf.prop_recursive(5, 48, 5, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec((key.clone(), inner), 0..6)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+        ]
+    })
+}
+
+fn heartbeat() -> impl proptest::strategy::Strategy<Value = HeartbeatData> {
+    use proptest::prelude::*;
+    let sub = (
+        "[A-Za-z%]{1,8}",
+        "[A-Za-z |*]{0,12}",
+        any::<i64>(),
+        any::<bool>(),
+    )
+        .prop_map(|(topic, expression, sub_version, sql)| {
+            let kind = if sql {
+                EXPRESSION_TYPE_SQL92
+            } else {
+                EXPRESSION_TYPE_TAG
+            };
+            let mut data = SubscriptionData::from_expression(&topic, &expression, Some(kind))
+                .unwrap_or_else(|_| SubscriptionData::from_expression(&topic, "*", None).unwrap());
+            data.sub_version = sub_version;
+            data
+        });
+    let consumer = (
+        "[A-Za-z0-9_-]{0,10}",
+        proptest::option::of(0..3u64),
+        proptest::option::of(0..2u64),
+        proptest::option::of(0..6u64),
+        proptest::collection::vec(sub, 0..3),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(group_name, kind, model, from, subscription_data_set, unit_mode)| ConsumerData {
+                consume_from_where: from.and_then(|n| ConsumeFromWhere::from_json(&n.into())),
+                consume_type: kind.and_then(|n| ConsumeType::from_json(&n.into())),
+                group_name,
+                message_model: model.and_then(|n| MessageModel::from_json(&n.into())),
+                subscription_data_set,
+                unit_mode,
+            },
+        );
+    (
+        "\\PC{0,12}",
+        proptest::collection::vec(consumer, 0..3),
+        any::<i32>(),
+        proptest::collection::vec("[A-Z_]{0,8}", 0..3),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(client_id, consumer_data_set, heartbeat_fingerprint, producers, without_sub)| {
+                HeartbeatData {
+                    client_id,
+                    consumer_data_set,
+                    heartbeat_fingerprint,
+                    producer_data_set: producers
+                        .into_iter()
+                        .map(|group_name| ProducerData { group_name })
+                        .collect(),
+                    without_sub,
+                }
+            },
+        )
+}
+
+proptest::proptest! {
+    #[test]
+    fn arbitrary_json_gives_a_heartbeat_or_a_typed_error_never_a_panic(value in json_value()) {
+        let text = serde_json::to_vec(&value).unwrap();
+        let _ = decode::<HeartbeatData>(&text);
+        let _ = decode::<ConsumerData>(&text);
+        let _ = decode::<SubscriptionData>(&text);
+    }
+
+    #[test]
+    fn what_we_encode_decodes_to_itself(heartbeat in heartbeat()) {
+        let text = encode(&heartbeat).unwrap();
+        proptest::prop_assert_eq!(decode::<HeartbeatData>(&text).unwrap(), heartbeat);
+    }
 }

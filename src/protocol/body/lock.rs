@@ -3,9 +3,12 @@
 
 use crate::protocol::fastjson::lenient;
 use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
 
-/// One queue of one broker; identity is all three fields, as Java's `MessageQueue.equals`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// One queue of one broker; identity is all three fields, as Java's `MessageQueue.equals`,
+/// and order is Java's `compareTo` (topic, broker name, queue id), the order mqadmin prints
+/// rows in. Fields are declared alphabetically, as fastjson writes them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct MessageQueue {
     #[serde(deserialize_with = "lenient::or_default")]
@@ -14,6 +17,32 @@ pub struct MessageQueue {
     pub queue_id: i32,
     #[serde(deserialize_with = "lenient::or_default")]
     pub topic: String,
+}
+
+impl MessageQueue {
+    pub fn new(topic: &str, broker_name: &str, queue_id: i32) -> Self {
+        Self {
+            broker_name: broker_name.to_owned(),
+            queue_id,
+            topic: topic.to_owned(),
+        }
+    }
+}
+
+impl Ord for MessageQueue {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (&self.topic, &self.broker_name, self.queue_id).cmp(&(
+            &other.topic,
+            &other.broker_name,
+            other.queue_id,
+        ))
+    }
+}
+
+impl PartialOrd for MessageQueue {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 /// Body of LOCK_BATCH_MQ: lock these queues of `consumer_group` for `client_id`.
@@ -58,11 +87,7 @@ mod tests {
         include_str!("../../../tests/vectors/java/consumers/unlock_batch_request.json");
 
     fn queue(topic: &str, queue_id: i32) -> MessageQueue {
-        MessageQueue {
-            broker_name: "broker-a".into(),
-            queue_id,
-            topic: topic.into(),
-        }
+        MessageQueue::new(topic, "broker-a", queue_id)
     }
 
     #[test]
@@ -103,13 +128,30 @@ mod tests {
             queue("T", 1),
             queue("T", 2),
             queue("U", 1),
-            MessageQueue {
-                broker_name: "broker-b".into(),
-                ..queue("T", 1)
-            },
+            MessageQueue::new("T", "broker-b", 1),
         ]
         .into_iter()
         .collect();
         assert_eq!(set.len(), 4);
+    }
+
+    #[test]
+    fn queues_sort_as_java_compare_to() {
+        let mut queues = vec![
+            MessageQueue::new("T", "broker-b", 0),
+            MessageQueue::new("U", "broker-a", 0),
+            MessageQueue::new("T", "broker-a", 10),
+            MessageQueue::new("T", "broker-a", 2),
+        ];
+        queues.sort();
+        assert_eq!(
+            queues,
+            [
+                MessageQueue::new("T", "broker-a", 2),
+                MessageQueue::new("T", "broker-a", 10),
+                MessageQueue::new("T", "broker-b", 0),
+                MessageQueue::new("U", "broker-a", 0),
+            ]
+        );
     }
 }

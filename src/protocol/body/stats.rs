@@ -14,50 +14,9 @@ use crate::protocol::fastjson::{lenient, FastjsonError};
 use serde::de::{Deserializer, Error as _};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-/// `MessageQueue`: one queue of a topic on one broker group. Ordered as Java's `compareTo`
-/// (topic, broker name, queue id), which is the order mqadmin prints rows in.
-///
-/// The consumers-engineer's `lock.rs` declares the shared `MessageQueue`; this one stands in
-/// until the two are folded into one type.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct MessageQueue {
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub broker_name: String,
-    #[serde(deserialize_with = "lenient::int")]
-    pub queue_id: i32,
-    #[serde(deserialize_with = "lenient::or_default")]
-    pub topic: String,
-}
-
-impl MessageQueue {
-    pub fn new(topic: &str, broker_name: &str, queue_id: i32) -> Self {
-        Self {
-            broker_name: broker_name.to_owned(),
-            queue_id,
-            topic: topic.to_owned(),
-        }
-    }
-}
-
-impl Ord for MessageQueue {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (&self.topic, &self.broker_name, self.queue_id).cmp(&(
-            &other.topic,
-            &other.broker_name,
-            other.queue_id,
-        ))
-    }
-}
-
-impl PartialOrd for MessageQueue {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+pub use super::lock::MessageQueue;
 
 /// One queue's offsets in a `TopicStatsTable`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -271,6 +230,39 @@ mod tests {
             ConsumeStats::default().encode().unwrap(),
             br#"{"consumeTps":0.0,"offsetTable":{}}"#
         );
+    }
+
+    #[test]
+    fn writes_several_queues_as_the_java_client_parses_them() {
+        // Apache RocketMQ 5.3.3's `ConsumeStats.decode` reads this text as two queues,
+        // 1.0E7 TPS and a total diff of 2.
+        const JAVA_PARSES: &str = r#"{"consumeTps":1.0E7,"offsetTable":{{"brokerName":"a","queueId":0,"topic":"T"}:{"brokerOffset":1,"consumerOffset":0,"lastTimestamp":0,"pullOffset":0},{"brokerName":"a","queueId":1,"topic":"T"}:{"brokerOffset":2,"consumerOffset":1,"lastTimestamp":5,"pullOffset":1}}}"#;
+        let stats = ConsumeStats {
+            consume_tps: 1e7,
+            offset_table: BTreeMap::from([
+                (
+                    MessageQueue::new("T", "a", 1),
+                    OffsetWrapper {
+                        broker_offset: 2,
+                        consumer_offset: 1,
+                        last_timestamp: 5,
+                        pull_offset: 1,
+                    },
+                ),
+                (
+                    MessageQueue::new("T", "a", 0),
+                    OffsetWrapper {
+                        broker_offset: 1,
+                        ..OffsetWrapper::default()
+                    },
+                ),
+            ]),
+        };
+        assert_eq!(
+            String::from_utf8(stats.encode().unwrap()).unwrap(),
+            JAVA_PARSES
+        );
+        assert_eq!(stats.total_diff(), 2);
     }
 
     #[test]

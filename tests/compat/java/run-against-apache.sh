@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The compatibility scenarios of RingmqCompat (src/) against Apache RocketMQ itself: the
+# official 4.9.8 client against Apache's 4.9.7 NameServer and broker (the newest 4.x server
+# release on Maven Central), both run from their Maven jars with `java -cp`. Every scenario
+# passing here is evidence that it checks RocketMQ behaviour, not a ringmq quirk; the Rust
+# test tests/compat_java_client.rs runs the same scenarios against `ringmq standalone`.
+#
+# Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
+# produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, orderly,
+# lite-pull, transaction, broadcast (default: all). Needs Java 17+ and the jars in ~/.m2
+# (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
+# Leaves nothing running and removes its temporary directory (KEEP_WORK=1 keeps it).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] ||
+    scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry orderly
+        lite-pull transaction broadcast)
+
+# Bound on Apache's NameServer or broker printing "boot success".
+BOOT_WAIT_SECS=60
+# Bound on one scenario run (the Java program also halts itself past its own limit).
+SCENARIO_WAIT_SECS=300
+
+work="$(mktemp -d /tmp/ringmq-compat-apache.XXXXXX)"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [ -n "${KEEP_WORK:-}" ] && echo "kept $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+
+classpath() { # pom -> classpath, resolved offline
+    mvn -o -q -f "$1" dependency:build-classpath -Dmdep.outputFile="$work/cp.txt" >&2
+    cat "$work/cp.txt"
+}
+client_cp="$(classpath "$here/pom.xml")"
+server_cp="$(classpath "$here/apache/pom.xml")"
+javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes" -cp "$client_cp" "$here"/src/*.java
+
+# A free port p such that p-2 (Apache's VIP channel) and p+1 (its HA port) are free too.
+free_port() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$((20000 + RANDOM % 30000))
+        if ! (ss -ltnH | awk '{print $4}' | grep -qE ":($((p - 2))|$p|$((p + 1)))\$"); then
+            echo "$p"
+            return
+        fi
+    done
+    echo "no free port" >&2
+    return 1
+}
+
+# ROCKETMQ_HOME with the logback files Apache's startup classes insist on; logs go to files.
+home="$work/home"
+mkdir -p "$home/conf"
+for name in broker namesrv; do
+    cat >"$home/conf/logback_$name.xml" <<XML
+<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>$home/$name.log</file>
+    <encoder><pattern>%d %p %c{1} - %m%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+XML
+done
+jvm=(-Xmx512m -XX:MaxDirectMemorySize=512m -Duser.home="$home"
+    --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+    --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+    --add-exports java.base/jdk.internal.ref=ALL-UNNAMED)
+
+# start_java NAME LOG MAIN ARGS... : runs a JVM in the background and waits (bounded) for its
+# "boot success" line; tail stops following when the JVM dies, so a failed start ends the wait.
+start_java() {
+    local name="$1" log="$2"
+    shift 2
+    : >"$log" # exists before tail opens it
+    ROCKETMQ_HOME="$home" java "${jvm[@]}" -cp "$server_cp" "$@" >"$log" 2>&1 &
+    last_pid=$!
+    pids+=("$last_pid")
+    if timeout "$BOOT_WAIT_SECS" grep -q -m1 "boot success" \
+        <(tail -n +1 -f --pid="$last_pid" "$log"); then
+        echo "$name up (pid $last_pid)"
+    else
+        cat "$log"
+        echo "$name did not boot" >&2
+        return 1
+    fi
+}
+
+namesrv_port="$(free_port)"
+echo "listenPort=$namesrv_port" >"$work/namesrv.properties"
+start_java namesrv "$work/namesrv.out" org.apache.rocketmq.namesrv.NamesrvStartup \
+    -c "$work/namesrv.properties"
+namesrv="127.0.0.1:$namesrv_port"
+broker_port="$(free_port)"
+
+# start_broker STORE FLUSH: Apache's broker on $broker_port with its store in STORE.
+start_broker() {
+    cat >"$work/broker.conf" <<CONF
+brokerClusterName=DefaultCluster
+brokerName=broker-a
+brokerId=0
+brokerIP1=127.0.0.1
+listenPort=$broker_port
+namesrvAddr=$namesrv
+storePathRootDir=$1
+storePathCommitLog=$1/commitlog
+autoCreateTopicEnable=true
+flushDiskType=$2
+mappedFileSizeCommitLog=16777216
+mappedFileSizeConsumeQueue=60000
+CONF
+    start_java broker "$work/broker.out" org.apache.rocketmq.broker.BrokerStartup \
+        -c "$work/broker.conf"
+    broker_pid=$last_pid
+}
+
+# run_java SCENARIO TOPIC GROUP [ARGS...]: one scenario of RingmqCompat; fails on a mismatch.
+run_java() {
+    local scenario="$1" topic="$2" group="$3"
+    shift 3
+    timeout "$SCENARIO_WAIT_SECS" java -Drocketmq.client.rebalance.waitInterval=1000 \
+        -Drocketmq.client.logRoot="$home/client-logs" -cp "$work/classes:$client_cp" \
+        RingmqCompat "$scenario" --namesrv "$namesrv" --topic "$topic" --group "$group" "$@"
+}
+
+failed=0
+for scenario in "${scenarios[@]}"; do
+    run="$(date +%s%N)"
+    topic="CompatTopic_$run" group="CompatGroup_$run" store="$work/store-$run"
+    echo "== $scenario against Apache RocketMQ =="
+    case "$scenario" in
+    produce-consume | rebalance | retry | orderly | lite-pull | transaction | broadcast)
+        start_broker "$store" ASYNC_FLUSH
+        run_java "$scenario" "$topic" "$group" || failed=1
+        ;;
+    produce-consume-vip)
+        start_broker "$store" ASYNC_FLUSH
+        run_java produce-consume "$topic" "$group" --vip || failed=1
+        ;;
+    restart | restart-crash)
+        flush=ASYNC_FLUSH signal=TERM crash=()
+        if [ "$scenario" = restart-crash ]; then flush=SYNC_FLUSH signal=KILL crash=(--crash); fi
+        start_broker "$store" "$flush"
+        if run_java restart-phase1 "$topic" "$group" --state "$work/state-$run"; then
+            kill -s "$signal" "$broker_pid"
+            wait "$broker_pid" 2>/dev/null || true
+            start_broker "$store" "$flush"
+            run_java restart-phase2 "$topic" "$group" --state "$work/state-$run" "${crash[@]}" \
+                || failed=1
+        else
+            failed=1
+        fi
+        ;;
+    *)
+        echo "unknown scenario $scenario" >&2
+        exit 2
+        ;;
+    esac
+    kill -9 "$broker_pid" 2>/dev/null || true
+    wait "$broker_pid" 2>/dev/null || true
+done
+if [ "$failed" = 0 ]; then
+    echo "all scenarios passed against Apache RocketMQ"
+else
+    echo "SOME SCENARIOS FAILED"
+fi
+exit "$failed"

@@ -1,0 +1,82 @@
+import java.util.List;
+import java.util.Map;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.common.message.MessageConst;
+import org.apache.rocketmq.common.message.MessageExt;
+
+/**
+ * A push consumer answering RECONSUME_LATER gets each message again through its group's retry
+ * topic (CONSUMER_SEND_MSG_BACK, delay level 1 = 1 s): same msgId, body, keys, tags and user
+ * properties, the original topic, reconsumeTimes 1; and not a third time once it succeeds.
+ */
+final class Retry {
+    /** Delay level of the retry: level 1 is 1 s in the broker's default messageDelayLevel. */
+    static final int DELAY_LEVEL = 1;
+    /** The delay of {@link #DELAY_LEVEL}: no redelivery may come sooner. */
+    static final long DELAY_MS = 1000;
+    /** Messages sent, each consumed twice. */
+    static final int MESSAGES = 8;
+
+    private Retry() {
+    }
+
+    static void run(RingmqCompat.Args a) throws Exception {
+        DefaultMQProducer producer = Clients.producer(a, "producer");
+        Clients.createTopic(producer, a.topic());
+        Received received = new Received();
+        DefaultMQPushConsumer consumer = Clients.consumer(a, a.group(), "consumer",
+                ProduceConsume.SUBSCRIPTION,
+                received.listenerRetryingOnce("consumer", DELAY_LEVEL));
+        consumer.start();
+        List<Sent> sent = ProduceConsume.sendSync(producer, a.topic(), "retry", MESSAGES);
+        received.awaitDeliveries("messages asked for again", sent, 2,
+                ProduceConsume.DELIVERY_WAIT_MS);
+        int firstIntact = 0;
+        int retryIntact = 0;
+        long soonestMs = Long.MAX_VALUE;
+        for (Sent s : sent) {
+            List<Received.Delivery> got = received.of(s.msgId());
+            MessageExt first = got.get(0).msg();
+            MessageExt again = got.get(1).msg();
+            // The broker stores the retry copy once the delay has passed (Apache keeps it in
+            // SCHEDULE_TOPIC_XXXX until then), so its store time says whether it waited.
+            soonestMs = Math.min(soonestMs, again.getStoreTimestamp() - got.get(0).atMs());
+            List<String> diffs = s.mismatches(a.topic(), first);
+            if (diffs.isEmpty()) {
+                firstIntact++;
+            } else {
+                Check.that(false, s + " first delivery: " + diffs);
+            }
+            List<String> retryDiffs = s.retried().mismatches(a.topic(), again);
+            if (again.getReconsumeTimes() != 1) {
+                retryDiffs.add("reconsumeTimes: expected 1, got " + again.getReconsumeTimes());
+            }
+            String retryTopic = again.getProperty(MessageConst.PROPERTY_RETRY_TOPIC);
+            if (!a.topic().equals(retryTopic)) {
+                // set by the broker's CONSUMER_SEND_MSG_BACK (or the client's fallback send);
+                // absent when the client only re-ran the message locally
+                retryDiffs.add("RETRY_TOPIC property: expected " + a.topic() + ", got "
+                        + retryTopic);
+            }
+            if (retryDiffs.isEmpty()) {
+                retryIntact++;
+            } else {
+                Check.that(false, s + " redelivery: " + retryDiffs);
+            }
+        }
+        Check.equal(MESSAGES, firstIntact, "first deliveries intact");
+        Check.equal(MESSAGES, retryIntact, "redeliveries intact, from the retry topic");
+        Check.that(soonestMs >= DELAY_MS, "retry copies stored " + DELAY_MS + " ms (delay level "
+                + DELAY_LEVEL + ") or more after the first delivery; the soonest after "
+                + soonestMs + " ms");
+        Map<String, Long> max = Clients.maxOffsets(producer, a.topic());
+        Check.until("consumer consumed to the end of every queue", Clients.STATE_WAIT_MS,
+                () -> Clients.caughtUp(consumer, a.topic(), max),
+                () -> "max " + max + ", " + Clients.offsets(consumer, a.topic()));
+        long third = sent.stream().filter(s -> received.of(s.msgId()).size() > 2).count();
+        Check.equal(0L, third, "messages delivered a third time after succeeding");
+        consumer.shutdown();
+        producer.shutdown();
+    }
+}

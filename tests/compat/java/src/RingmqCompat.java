@@ -1,0 +1,125 @@
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The official RocketMQ Java client (4.9.8) against one broker and its NameServer: ringmq
+ * standalone, or Apache RocketMQ itself (run-against-apache.sh). One scenario per subcommand;
+ * each prints one line per check ("ok ..." or "FAIL ...") and exits non-zero on any mismatch,
+ * with "ALL CHECKS PASSED" as its last line when all held.
+ *
+ * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
+ * [--crash] [--vip]. Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance,
+ * retry, orderly, lite-pull, transaction, broadcast. --crash: the broker was killed between
+ * the restart phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
+ * vipChannelEnabled do.
+ */
+public final class RingmqCompat {
+    /** Exit status when a check failed. */
+    static final int EXIT_MISMATCH = 1;
+    /** Exit status when the scenario could not run (bad arguments, a wait ran out, an error). */
+    static final int EXIT_ERROR = 2;
+    /** Exit status when the whole scenario ran past {@link #SCENARIO_TIME_MAX_MS}. */
+    static final int EXIT_TIMEOUT = 3;
+    /**
+     * Hard bound on one scenario: each of its waits is bounded too, this catches a client call
+     * that hangs (a send or a shutdown that never returns).
+     */
+    static final long SCENARIO_TIME_MAX_MS = 240_000;
+
+    private RingmqCompat() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) {
+            usage("no scenario");
+        }
+        Map<String, String> opts = options(args);
+        Args a = new Args(need(opts, "--namesrv"), need(opts, "--topic"), need(opts, "--group"),
+                opts.get("--state"), opts.containsKey("--crash"), opts.containsKey("--vip"));
+        startWatchdog(args[0]);
+        try {
+            switch (args[0]) {
+                case "produce-consume" -> ProduceConsume.run(a);
+                case "restart-phase1" -> Restart.phase1(a);
+                case "restart-phase2" -> Restart.phase2(a);
+                case "rebalance" -> Rebalance.run(a);
+                case "retry" -> Retry.run(a);
+                case "orderly" -> Orderly.run(a);
+                case "lite-pull" -> LitePull.run(a);
+                case "transaction" -> Transaction.run(a);
+                case "broadcast" -> Broadcast.run(a);
+                default -> usage("unknown scenario " + args[0]);
+            }
+        } catch (Check.Abort e) {
+            System.out.println("FAIL " + e.getMessage());
+            System.out.flush();
+            Runtime.getRuntime().halt(EXIT_MISMATCH);
+        } catch (Exception e) {
+            System.out.println("ERROR " + e);
+            e.printStackTrace(System.out);
+            System.out.flush();
+            Runtime.getRuntime().halt(EXIT_ERROR);
+        }
+        int failures = Check.failures();
+        if (failures == 0) {
+            System.out.println("ALL CHECKS PASSED (" + args[0] + ")");
+        } else {
+            System.out.println(failures + " CHECKS FAILED (" + args[0] + ")");
+        }
+        System.out.flush();
+        // halt, not exit: client threads left by a failed shutdown must not keep the JVM alive.
+        Runtime.getRuntime().halt(failures == 0 ? 0 : EXIT_MISMATCH);
+    }
+
+    /** The scenario's arguments; topic and group are unique per run (the caller picks them). */
+    record Args(String namesrv, String topic, String group, String state, boolean crash,
+            boolean vip) {
+    }
+
+    private static Map<String, String> options(String[] args) {
+        Map<String, String> opts = new HashMap<>();
+        for (int i = 1; i < args.length; i++) {
+            if (args[i].equals("--crash") || args[i].equals("--vip")) {
+                opts.put(args[i], "");
+            } else if (args[i].startsWith("--") && i + 1 < args.length) {
+                opts.put(args[i], args[++i]);
+            } else {
+                usage("bad argument " + args[i]);
+            }
+        }
+        return opts;
+    }
+
+    private static String need(Map<String, String> opts, String name) {
+        String value = opts.get(name);
+        if (value == null) {
+            usage("missing " + name);
+        }
+        return value;
+    }
+
+    private static void usage(String why) {
+        System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
+                + "|restart-phase2|rebalance|retry|orderly|lite-pull|transaction|broadcast"
+                + " --namesrv HOST:PORT"
+                + " --topic T --group G"
+                + " [--state FILE] [--crash] [--vip]");
+        System.out.flush();
+        Runtime.getRuntime().halt(EXIT_ERROR);
+    }
+
+    private static void startWatchdog(String scenario) {
+        Thread watchdog = new Thread(() -> {
+            try {
+                Thread.sleep(SCENARIO_TIME_MAX_MS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            System.out.println("FAIL " + scenario + " ran past " + SCENARIO_TIME_MAX_MS + " ms");
+            System.out.flush();
+            Runtime.getRuntime().halt(EXIT_TIMEOUT);
+        }, "watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
+    }
+}

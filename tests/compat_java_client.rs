@@ -1,0 +1,214 @@
+//! The official Java client, rocketmq-client 4.9.8, against a real `ringmq standalone` with 2
+//! shards, one broker per test:
+//! - sync, async, oneway and batch sends consumed intact by a clustering push consumer with a
+//!   tag subscription, then found by offsetMsgId, key and msgId; the same over the VIP channel;
+//! - messages and consumer offsets across a clean restart (SIGTERM) and a crash (SIGKILL after
+//!   SEND_OK under SYNC_FLUSH);
+//! - two consumers of a group splitting the queues, one taking over when the other stops;
+//! - an orderly consumer (queue locks) getting each order in sequence; a lite pull consumer
+//!   polling, committing and seeking; broadcasting consumers each getting every message;
+//! - RECONSUME_LATER redelivered through the retry topic after its delay, and transactional
+//!   messages delivered only when committed (both skipped by scripts/test.sh: the broker has
+//!   neither yet).
+//!
+//! The checks are in tests/compat/java/src, one scenario per subcommand;
+//! tests/compat/java/run-against-apache.sh runs the same scenarios against Apache RocketMQ.
+//! Needs Java 17+ and Maven with rocketmq-client 4.9.8 in the local repository (offline:
+//! scripts/fetch-deps.sh), so these are ignored by default:
+//! `cargo test -p ringmq --test compat_java_client -- --ignored --test-threads=1`.
+
+mod broker_support;
+
+use broker_support::process_support::{maven_classpath, run_with_limit, TempDir};
+use broker_support::Standalone;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// One scenario run: a JVM, clients converging in about a second, a few hundred messages;
+/// it bounds its own waits, this catches a JVM that hangs regardless.
+const JAVA_RUN_TIME_MAX: Duration = Duration::from_secs(300);
+
+/// Shards of the broker under test: queues of one topic live on both, so sends, pulls and
+/// offsets cross the shard router.
+const SHARDS: usize = 2;
+
+/// `--flush-disk-type SYNC_FLUSH`: SEND_OK only once the message is on disk.
+const SYNC_FLUSH: &[&str] = &["--flush-disk-type", "SYNC_FLUSH"];
+
+/// The Java scenarios compiled once per test, with the client's classpath.
+struct JavaScenarios {
+    classpath: String,
+    work: TempDir,
+}
+
+impl JavaScenarios {
+    fn compile() -> Self {
+        let work = TempDir::new("compat-java");
+        let client_classpath = maven_classpath("compat/java");
+        let sources = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat/java/src");
+        let java_files: Vec<PathBuf> = std::fs::read_dir(&sources)
+            .expect("tests/compat/java/src")
+            .map(|entry| entry.expect("dir entry").path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "java"))
+            .collect();
+        let classes = work.path().join("classes");
+        let status = Command::new("javac")
+            .args(["--release", "17", "-nowarn", "-XDsuppressNotes", "-d"])
+            .arg(&classes)
+            .arg("-cp")
+            .arg(&client_classpath)
+            .args(&java_files)
+            .status()
+            .expect("run javac");
+        assert!(status.success(), "javac failed on {}", sources.display());
+        JavaScenarios {
+            classpath: format!("{}:{client_classpath}", classes.display()),
+            work,
+        }
+    }
+
+    /// Runs `scenario` against `broker`'s NameServer; fails the test unless every check held.
+    fn run(&self, scenario: &str, broker: &Standalone, names: &RunNames, extra: &[&str]) {
+        let mut java = Command::new("java");
+        java.arg("-Xmx256m")
+            // rebalance every second instead of every 20 s
+            .arg("-Drocketmq.client.rebalance.waitInterval=1000")
+            .arg(format!(
+                "-Drocketmq.client.logRoot={}",
+                self.work.path().join("client-logs").display()
+            ))
+            .arg("-cp")
+            .arg(&self.classpath)
+            .arg("RingmqCompat")
+            .arg(scenario)
+            .args(["--namesrv", &broker.namesrv_addr])
+            .args(["--topic", &names.topic, "--group", &names.group])
+            .args(extra);
+        let (status, output) = run_with_limit(java, JAVA_RUN_TIME_MAX);
+        assert!(
+            status.is_some_and(|status| status.success()) && output.contains("ALL CHECKS PASSED"),
+            "{scenario} against ringmq standalone failed:\n{output}"
+        );
+    }
+
+    fn state_file(&self) -> String {
+        self.work.path().join("restart.state").display().to_string()
+    }
+}
+
+/// A topic and group no other run uses, so runs never see each other's messages or offsets.
+struct RunNames {
+    topic: String,
+    group: String,
+}
+
+impl RunNames {
+    fn new(scenario: &str) -> Self {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_nanos();
+        let unique = format!("{scenario}_{}_{nanos}", std::process::id());
+        RunNames {
+            topic: format!("CompatTopic_{unique}"),
+            group: format!("CompatGroup_{unique}"),
+        }
+    }
+}
+
+/// Runs `scenario` against a `ringmq standalone` of its own, with a topic and group of its own.
+fn scenario_on_a_fresh_broker(scenario: &str, extra: &[&str]) {
+    let java = JavaScenarios::compile();
+    let broker = Standalone::start(SHARDS);
+    java.run(scenario, &broker, &RunNames::new(scenario), extra);
+}
+
+/// Phase 1 (sends, consumes, sends more), the broker stopped by `stop`, started again on the
+/// same data, phase 2 (same queues, offsets and messages).
+fn restart_scenario(args: &[&str], stop: impl FnOnce(&mut Standalone), crash: bool) {
+    let java = JavaScenarios::compile();
+    let mut broker = Standalone::start_with(SHARDS, args);
+    let names = RunNames::new(if crash { "crash" } else { "restart" });
+    let state = java.state_file();
+    java.run("restart-phase1", &broker, &names, &["--state", &state]);
+    stop(&mut broker);
+    broker.start_again();
+    let mut phase2 = vec!["--state", state.as_str()];
+    if crash {
+        phase2.push("--crash");
+    }
+    java.run("restart-phase2", &broker, &names, &phase2);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn sync_async_oneway_and_batch_sends_reach_a_tag_subscribed_push_consumer_intact() {
+    scenario_on_a_fresh_broker("produce-consume", &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn messages_and_consumer_offsets_survive_a_clean_restart() {
+    restart_scenario(
+        &[],
+        |broker| {
+            let status = broker.stop();
+            assert!(status.success(), "SIGTERM is a clean stop, got {status}");
+        },
+        false,
+    );
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn messages_acknowledged_under_sync_flush_survive_a_kill() {
+    restart_scenario(SYNC_FLUSH, Standalone::kill, true);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn clients_with_the_vip_channel_send_and_consume_on_the_port_below() {
+    scenario_on_a_fresh_broker("produce-consume", &["--vip"]);
+}
+
+/// Skipped by scripts/test.sh until the broker has CONSUMER_SEND_MSG_BACK and delay levels
+/// (finding 3 in the compat notes): ringmq answers REQUEST_CODE_NOT_SUPPORTED and stores the
+/// client's fallback copy without its delay.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn reconsume_later_redelivers_through_the_retry_topic_after_the_delay() {
+    scenario_on_a_fresh_broker("retry", &[]);
+}
+
+/// Skipped by scripts/test.sh until the broker holds half messages until END_TRANSACTION
+/// (finding 4 in the compat notes): ringmq stores them as ordinary messages.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn transactional_messages_reach_consumers_only_when_committed() {
+    scenario_on_a_fresh_broker("transaction", &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn broadcasting_consumers_of_one_group_each_get_every_message() {
+    scenario_on_a_fresh_broker("broadcast", &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn an_orderly_consumer_locks_its_queues_and_gets_each_order_in_sequence() {
+    scenario_on_a_fresh_broker("orderly", &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn a_lite_pull_consumer_polls_commits_and_seeks() {
+    scenario_on_a_fresh_broker("lite-pull", &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn two_consumers_split_the_queues_and_one_takes_over_when_the_other_stops() {
+    scenario_on_a_fresh_broker("rebalance", &[]);
+}
