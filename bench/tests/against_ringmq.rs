@@ -30,13 +30,6 @@ fn ringmq_binary() -> PathBuf {
     bench.with_file_name("ringmq")
 }
 
-/// A loopback port free a moment ago. The broker gets an explicit port because it registers
-/// its `--listen` address with the NameServer as given: port 0 would be registered as 0.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("a bound address").port()
-}
-
 /// A `ringmq standalone` process with its data in a fresh directory; stopped with SIGTERM (a
 /// clean stop) and its directory removed when dropped.
 struct Standalone {
@@ -49,9 +42,8 @@ impl Standalone {
     fn start() -> Self {
         let data = std::env::temp_dir().join(format!("ringmq-bench-it-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&data);
-        let listen = format!("127.0.0.1:{}", free_port());
         let mut child = Command::new(ringmq_binary())
-            .args(["standalone", "--listen", &listen])
+            .args(["standalone", "--listen", "127.0.0.1:0"])
             .args(["--namesrv-listen", "127.0.0.1:0"])
             .args(["--shards", "2", "--broker-ip", "127.0.0.1", "--data"])
             .arg(&data)
