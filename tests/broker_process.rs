@@ -196,3 +196,32 @@ fn a_second_process_on_the_same_ports_refuses_to_start() {
     assert!(!status.success());
     assert!(stderr.contains("Address already in use"), "{stderr}");
 }
+
+/// CPU time (user + system, clock ticks) the process has used so far.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Regression (found by the bench engineer's profile): a shard waiting for its stop signal
+/// polled glommio's unconnected channel on every loop turn, a whole core per idle shard. An
+/// idle broker must use (almost) no CPU: this bounds it at a tenth of one core, where the bug
+/// used two whole cores.
+#[test]
+fn an_idle_broker_does_not_burn_cpu() {
+    let broker = Standalone::start(2);
+    // Let start-up work (recovery, registration) finish first.
+    std::thread::sleep(Duration::from_secs(2));
+    let before = cpu_ticks(broker.pid());
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_ticks(broker.pid()) - before;
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    assert!(
+        used <= 3 * ticks_per_second / 10,
+        "idle broker used {used} ticks of CPU in 3 s ({ticks_per_second}/s)"
+    );
+}
