@@ -13,9 +13,15 @@ use process_support::{ServerProcess, TempDir};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 /// How many random ports to try for a broker port whose VIP port (port - 2) is free too.
 const PORT_ATTEMPTS: usize = 100;
+
+/// How long the broker may take to print its readiness line: as long as it gives its shards
+/// to open their stores (src/broker/runtime.rs START_TIMEOUT). Usually well under a second;
+/// once, at load average 15 on the shared 2 cores, more than 30 s.
+const BROKER_START_DEADLINE: Duration = Duration::from_secs(120);
 
 /// The readiness lines `ringmq standalone` prints on stdout, in this order.
 const NAMESRV_READY: &str = "ringmq namesrv listening on ";
@@ -70,7 +76,7 @@ impl Standalone {
             .args(&self.args);
         let process = ServerProcess::spawn(command, "standalone");
         let namesrv = process.wait_for_stdout(NAMESRV_READY);
-        let broker = process.wait_for_stdout(BROKER_READY);
+        let broker = process.wait_for_stdout_within(BROKER_READY, BROKER_START_DEADLINE);
         assert_eq!(
             (namesrv.as_str(), broker.as_str()),
             (self.namesrv_addr.as_str(), self.broker_addr.as_str()),
