@@ -487,7 +487,7 @@ fn stored_messages_carry_the_brokers_cluster_region_and_trace_switch() {
         ];
         let sent = call(&client, send("TP", 0, b"p", &props)).await;
         assert_eq!(sent.code, response::SUCCESS, "{:?}", sent.remark);
-        let pulled = call(&client, pull("TP", 0, 0, "*", 0)).await;
+        let pulled = call(&client, pull("CG", "TP", 0, 0, Some("*"), 0)).await;
         assert_eq!(pulled.code, response::SUCCESS, "{:?}", pulled.remark);
         let stored = records(&pulled);
         assert_eq!(stored.len(), 1);

@@ -32,7 +32,7 @@ const SUSPEND_TIME_MAX: Duration = Duration::from_secs(30);
 const PULL_BYTES_MAX_DEFAULT: usize = 1 << 20;
 
 /// What reading a queue found, before it becomes a response code.
-enum Found {
+enum PullOutcome {
     Messages(Vec<Bytes>),
     /// Nothing to return yet: a long poll waits here.
     NotFound,
@@ -89,8 +89,8 @@ impl BrokerShard {
 
         let suspend = header.sys_flag & FLAG_SUSPEND != 0;
         let (mut found, mut next, mut min, mut max) =
-            self.read_for_pull(&header, tag_codes.as_deref()).await?;
-        if suspend && matches!(found, Found::NotFound) {
+            self.read_for_pull(&header, tag_codes).await?;
+        if suspend && matches!(found, PullOutcome::NotFound) {
             let wait = Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
                 .min(SUSPEND_TIME_MAX);
             let arrived =
@@ -102,16 +102,16 @@ impl BrokerShard {
                 Ok(())
             })
             .await?;
-            (found, next, min, max) = self.read_for_pull(&header, tag_codes.as_deref()).await?;
+            (found, next, min, max) = self.read_for_pull(&header, tag_codes).await?;
         }
         let (code, body) = match found {
-            Found::Messages(records) => {
+            PullOutcome::Messages(records) => {
                 self.count_got(records.len());
                 (response::SUCCESS, super::concat_records(&records))
             }
-            Found::NotFound => (response::PULL_NOT_FOUND, Bytes::new()),
-            Found::RetryImmediately => (response::PULL_RETRY_IMMEDIATELY, Bytes::new()),
-            Found::OffsetMoved => (response::PULL_OFFSET_MOVED, Bytes::new()),
+            PullOutcome::NotFound => (response::PULL_NOT_FOUND, Bytes::new()),
+            PullOutcome::RetryImmediately => (response::PULL_RETRY_IMMEDIATELY, Bytes::new()),
+            PullOutcome::OffsetMoved => (response::PULL_OFFSET_MOVED, Bytes::new()),
         };
         let response_header = PullMessageResponseHeader {
             suggest_which_broker_id: MASTER_ID,
@@ -161,7 +161,7 @@ impl BrokerShard {
         &self,
         header: &PullMessageRequestHeader,
         tag_codes: Option<&[i32]>,
-    ) -> BrokerResult<(Found, i64, i64, i64)> {
+    ) -> BrokerResult<(PullOutcome, i64, i64, i64)> {
         let store = self.store();
         let (topic, queue_id, offset) = (&header.topic[..], header.queue_id, header.queue_offset);
         let min = store.min_offset(topic, queue_id);
@@ -170,20 +170,20 @@ impl BrokerShard {
         if max == 0 {
             // Java: NO_MESSAGE_IN_QUEUE is "moved" unless the client already asks for 0.
             let found = if offset == 0 {
-                Found::NotFound
+                PullOutcome::NotFound
             } else {
-                Found::OffsetMoved
+                PullOutcome::OffsetMoved
             };
             return at(found, 0);
         }
         if offset < min {
-            return at(Found::OffsetMoved, min);
+            return at(PullOutcome::OffsetMoved, min);
         }
         if offset == max {
-            return at(Found::NotFound, offset);
+            return at(PullOutcome::NotFound, offset);
         }
         if offset > max {
-            return at(Found::OffsetMoved, if min == 0 { min } else { max });
+            return at(PullOutcome::OffsetMoved, if min == 0 { min } else { max });
         }
         let max_bytes = header
             .max_msg_bytes
@@ -200,8 +200,8 @@ impl BrokerShard {
             })
             .await?;
         if read.records.is_empty() {
-            return at(Found::RetryImmediately, read.next_offset);
+            return at(PullOutcome::RetryImmediately, read.next_offset);
         }
-        at(Found::Messages(read.records), read.next_offset)
+        at(PullOutcome::Messages(read.records), read.next_offset)
     }
 }
