@@ -48,10 +48,11 @@ impl Standalone {
 
     /// As [`Self::start`], with further arguments (e.g. `--flush-disk-type SYNC_FLUSH`).
     pub fn start_with(shards: usize, args: &[&str]) -> Self {
+        let (broker_port, namesrv_port) = free_ports();
         let mut broker = Standalone {
             process: None,
-            broker_addr: format!("127.0.0.1:{}", broker_port()),
-            namesrv_addr: format!("127.0.0.1:{}", free_port()),
+            broker_addr: format!("127.0.0.1:{broker_port}"),
+            namesrv_addr: format!("127.0.0.1:{namesrv_port}"),
             shards,
             args: args.iter().map(|arg| arg.to_string()).collect(),
             data: TempDir::new("standalone-data"),
@@ -112,23 +113,22 @@ impl Standalone {
     }
 }
 
-/// A loopback port nothing listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("bind an ephemeral port")
-        .port()
-}
-
-/// A free loopback port P whose VIP port P - 2 is free as well (a RocketMQ broker listens on
-/// both; clients with the VIP channel enabled send to P - 2).
-fn broker_port() -> u16 {
+/// Free loopback ports (P, Q) for the broker and the NameServer, with P - 2 (the broker's VIP
+/// port: a RocketMQ broker listens on both) free as well. All three are held while the next is
+/// picked, so Q is neither P nor P - 2 (the listeners use SO_REUSEPORT, so a clash would not
+/// fail: the NameServer and the VIP channel would split one port's connections).
+fn free_ports() -> (u16, u16) {
+    let bind = |port: u16| TcpListener::bind(("127.0.0.1", port));
     for _ in 0..PORT_ATTEMPTS {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-        let port = listener.local_addr().expect("local addr").port();
-        if port > 2 && TcpListener::bind(("127.0.0.1", port - 2)).is_ok() {
-            return port;
-        }
+        let broker = bind(0).expect("bind an ephemeral port");
+        let port = broker.local_addr().expect("local addr").port();
+        let Some(vip) = port.checked_sub(2).and_then(|vip| bind(vip).ok()) else {
+            continue;
+        };
+        let namesrv = bind(0).expect("bind an ephemeral port");
+        let namesrv_port = namesrv.local_addr().expect("local addr").port();
+        drop((broker, vip, namesrv));
+        return (port, namesrv_port);
     }
     panic!("no free port P with P - 2 free in {PORT_ATTEMPTS} attempts");
 }
