@@ -13,9 +13,15 @@ use process_support::{ServerProcess, TempDir};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 /// How many random ports to try for a broker port whose VIP port (port - 2) is free too.
 const PORT_ATTEMPTS: usize = 100;
+
+/// How long the broker may take to print its readiness line: as long as it gives its shards
+/// to open their stores (src/broker/runtime.rs START_TIMEOUT). Usually well under a second;
+/// once, at load average 15 on the shared 2 cores, more than 30 s.
+const BROKER_START_DEADLINE: Duration = Duration::from_secs(120);
 
 /// The readiness lines `ringmq standalone` prints on stdout, in this order.
 const NAMESRV_READY: &str = "ringmq namesrv listening on ";
@@ -42,10 +48,11 @@ impl Standalone {
 
     /// As [`Self::start`], with further arguments (e.g. `--flush-disk-type SYNC_FLUSH`).
     pub fn start_with(shards: usize, args: &[&str]) -> Self {
+        let (broker_port, namesrv_port) = free_ports();
         let mut broker = Standalone {
             process: None,
-            broker_addr: format!("127.0.0.1:{}", broker_port()),
-            namesrv_addr: format!("127.0.0.1:{}", free_port()),
+            broker_addr: format!("127.0.0.1:{broker_port}"),
+            namesrv_addr: format!("127.0.0.1:{namesrv_port}"),
             shards,
             args: args.iter().map(|arg| arg.to_string()).collect(),
             data: TempDir::new("standalone-data"),
@@ -70,7 +77,7 @@ impl Standalone {
             .args(&self.args);
         let process = ServerProcess::spawn(command, "standalone");
         let namesrv = process.wait_for_stdout(NAMESRV_READY);
-        let broker = process.wait_for_stdout(BROKER_READY);
+        let broker = process.wait_for_stdout_within(BROKER_READY, BROKER_START_DEADLINE);
         assert_eq!(
             (namesrv.as_str(), broker.as_str()),
             (self.namesrv_addr.as_str(), self.broker_addr.as_str()),
@@ -106,23 +113,22 @@ impl Standalone {
     }
 }
 
-/// A loopback port nothing listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("bind an ephemeral port")
-        .port()
-}
-
-/// A free loopback port P whose VIP port P - 2 is free as well (a RocketMQ broker listens on
-/// both; clients with the VIP channel enabled send to P - 2).
-fn broker_port() -> u16 {
+/// Free loopback ports (P, Q) for the broker and the NameServer, with P - 2 (the broker's VIP
+/// port: a RocketMQ broker listens on both) free as well. All three are held while the next is
+/// picked, so Q is neither P nor P - 2 (the listeners use SO_REUSEPORT, so a clash would not
+/// fail: the NameServer and the VIP channel would split one port's connections).
+fn free_ports() -> (u16, u16) {
+    let bind = |port: u16| TcpListener::bind(("127.0.0.1", port));
     for _ in 0..PORT_ATTEMPTS {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-        let port = listener.local_addr().expect("local addr").port();
-        if port > 2 && TcpListener::bind(("127.0.0.1", port - 2)).is_ok() {
-            return port;
-        }
+        let broker = bind(0).expect("bind an ephemeral port");
+        let port = broker.local_addr().expect("local addr").port();
+        let Some(vip) = port.checked_sub(2).and_then(|vip| bind(vip).ok()) else {
+            continue;
+        };
+        let namesrv = bind(0).expect("bind an ephemeral port");
+        let namesrv_port = namesrv.local_addr().expect("local addr").port();
+        drop((broker, vip, namesrv));
+        return (port, namesrv_port);
     }
     panic!("no free port P with P - 2 free in {PORT_ATTEMPTS} attempts");
 }

@@ -51,13 +51,20 @@ impl ServerProcess {
     /// Waits (up to [`EVENT_DEADLINE`]) for a stdout line starting with `prefix`; returns the
     /// rest of it (e.g. the address after "listening on ").
     pub fn wait_for_stdout(&self, prefix: &str) -> String {
-        let line = wait_for_line(&self.stdout_lines, &[prefix], |line, p| line.starts_with(p));
+        self.wait_for_stdout_within(prefix, EVENT_DEADLINE)
+    }
+
+    /// [`Self::wait_for_stdout`] with its own bound, for a step known to take longer.
+    pub fn wait_for_stdout_within(&self, prefix: &str, deadline: Duration) -> String {
+        let line = wait_for_line(&self.stdout_lines, &[prefix], deadline, |line, p| {
+            line.starts_with(p)
+        });
         line[prefix.len()..].to_owned()
     }
 
     /// Waits (up to [`EVENT_DEADLINE`]) for a log (stderr) line containing any of `needles`.
     pub fn wait_for_any_log(&self, needles: &[&str]) -> String {
-        wait_for_line(&self.log_lines, needles, |line, needle| {
+        wait_for_line(&self.log_lines, needles, EVENT_DEADLINE, |line, needle| {
             line.contains(needle)
         })
     }
@@ -120,9 +127,10 @@ fn forward_lines(
 fn wait_for_line(
     lines: &Receiver<String>,
     needles: &[&str],
+    within: Duration,
     matches: impl Fn(&str, &str) -> bool,
 ) -> String {
-    let deadline = Instant::now() + EVENT_DEADLINE;
+    let deadline = Instant::now() + within;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match lines.recv_timeout(left) {
