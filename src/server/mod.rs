@@ -91,12 +91,51 @@ pub async fn serve<H: RequestHandler>(listener: TcpListener, handler: Rc<H>) {
     }
 }
 
+/// How long [`claim_port`] waits to learn whether something already listens on a port.
+const PORT_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long [`claim_port`] lets a port held by a listener go free. A process that just exited
+/// (a restart after SIGKILL) leaves its io_uring torn down asynchronously by the kernel, and
+/// its listening socket keeps accepting until the pending accepts are cancelled, typically
+/// for well under a second.
+const PORT_RELEASE_PATIENCE: Duration = Duration::from_secs(5);
+const PORT_RELEASE_RECHECK: Duration = Duration::from_millis(100);
+
 /// Makes sure no other process listens on `addr`, and turns port 0 into a free port.
 /// glommio sets SO_REUSEPORT on every listener (that is how a broker's shards share one port),
 /// and the kernel would let a second process of the same user join that group and take part of
-/// the connections; a plain listener, without the option, fails with EADDRINUSE instead.
+/// the connections. So a fixed port is probed by connecting to it: an answer means another
+/// listener. (A probe bind without SO_REUSEPORT would also fail on the previous run's
+/// connections still in TIME_WAIT, refusing a legitimate restart.) Blocking; for start-up.
 pub fn claim_port(addr: SocketAddr) -> std::io::Result<SocketAddr> {
-    std::net::TcpListener::bind(addr)?.local_addr()
+    if addr.port() == 0 {
+        return std::net::TcpListener::bind(addr)?.local_addr();
+    }
+    let mut probe = addr;
+    if probe.ip().is_unspecified() {
+        probe.set_ip(match probe {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let deadline = std::time::Instant::now() + PORT_RELEASE_PATIENCE;
+    loop {
+        let listened = match std::net::TcpStream::connect_timeout(&probe, PORT_PROBE_TIMEOUT) {
+            // A port in the ephemeral range can be picked as the probe's own source port:
+            // TCP then connects the socket to itself (simultaneous open), which is no listener.
+            Ok(stream) => stream.local_addr().ok() != stream.peer_addr().ok(),
+            Err(_) => false,
+        };
+        if !listened {
+            return Ok(addr);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!("Address already in use: another process listens on {addr}"),
+            ));
+        }
+        std::thread::sleep(PORT_RELEASE_RECHECK);
+    }
 }
 
 /// The answer to a request code nobody serves, worded as Java words it (leading space included).
