@@ -1,7 +1,8 @@
-//! Inspection requests: GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG
-//! and QUERY_TOPIC_CONSUME_BY_WHO (from the shard's snapshot), and the ones every shard contributes to — GET_TOPIC_STATS_INFO,
-//! GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO — each shard answering for what it owns and
-//! the connection's shard merging.
+//! Inspection requests: GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG,
+//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG and QUERY_TOPIC_CONSUME_BY_WHO (from the shard's snapshot),
+//! and the ones every shard contributes to — GET_TOPIC_STATS_INFO, GET_CONSUME_STATS and
+//! GET_BROKER_RUNTIME_INFO (its keys: `runtime_info`) — each shard answering for what it owns
+//! and the connection's shard merging.
 
 use crate::broker::error::{BrokerError, BrokerResult};
 use crate::broker::shard_state::BrokerShard;
@@ -11,7 +12,7 @@ use crate::protocol::body::stats::{
 use crate::protocol::body::subscription_group::SubscriptionGroupWrapper;
 use crate::protocol::body::{self, KvTable, TopicConfigSerializeWrapper};
 use crate::protocol::codes::{request as code, response};
-use crate::protocol::command::{RemotingCommand, CURRENT_VERSION};
+use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{
     GetAllTopicConfigResponseHeader, GetConsumeStatsRequestHeader, TopicRequestHeader,
 };
@@ -146,21 +147,7 @@ impl BrokerShard {
                 Ok(ok().with_body(stats.encode()?))
             }
             code::GET_BROKER_RUNTIME_INFO => {
-                let counters = self.counters();
-                let mut table = KvTable::default();
-                let mut put = |k: &str, v: u64| {
-                    table.table.insert(k.to_owned(), v.to_string());
-                };
-                put("msgPutTotalTodayNow", counters.messages_put);
-                put("msgGetTotalTodayNow", counters.messages_got);
-                put("putMessageTimesTotal", counters.messages_put);
-                put("putMessageSizeTotal", counters.bytes_put);
-                put("commitLogMaxOffset", self.store().log_end());
-                put(
-                    "remainHowManyDataToFlush",
-                    self.store().log_end() - self.store().log_durable_end(),
-                );
-                Ok(ok().with_body(body::encode(&table)?))
+                Ok(ok().with_body(body::encode(&self.runtime_info_part().await?)?))
             }
             _ => Ok(not_supported(request)),
         }
@@ -244,29 +231,12 @@ pub(crate) fn merge_stats_parts(
             Ok(ok.with_body(stats.encode()?))
         }
         code::GET_BROKER_RUNTIME_INFO => {
-            let mut sums: std::collections::BTreeMap<String, u64> = Default::default();
-            for part in parts {
-                let piece: KvTable = body::decode(&part.body)?;
-                for (key, value) in piece.table {
-                    *sums.entry(key).or_default() += value.parse::<u64>().unwrap_or(0);
-                }
-            }
-            let mut table = KvTable {
-                table: sums.into_iter().map(|(k, v)| (k, v.to_string())).collect(),
-            };
-            let config = shard.config();
-            let mut put = |k: &str, v: String| {
-                table.table.insert(k.to_owned(), v);
-            };
-            put(
-                "brokerVersionDesc",
-                format!("ringmq {}", env!("CARGO_PKG_VERSION")),
-            );
-            put("brokerVersion", CURRENT_VERSION.to_string());
-            put("brokerName", config.broker_name.clone());
-            put("brokerClusterName", config.broker_cluster_name.clone());
-            put("shards", shard.shards().to_string());
-            put("bootTimestamp", shard.boot_timestamp_ms().to_string());
+            let tables = parts
+                .iter()
+                .map(|part| body::decode::<KvTable>(&part.body))
+                .collect::<Result<Vec<_>, _>>()?;
+            let now_ms = ringmq_shards::Clock::now_ms(&ringmq_shards::RealClock);
+            let table = super::runtime_info::merge_runtime_info(shard, tables, now_ms);
             Ok(ok.with_body(body::encode(&table)?))
         }
         _ => Ok(not_supported(request)),
