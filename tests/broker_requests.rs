@@ -658,3 +658,33 @@ fn runtime_info_adds_up_every_shard_in_javas_formats() {
     })
     .unwrap();
 }
+
+#[test]
+fn broker_config_is_served_as_java_properties() {
+    // mqadmin getBrokerConfig and the dashboard's config page read it.
+    let broker = Standalone::start_with(2, &["--flush-disk-type", "SYNC_FLUSH"]);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        let resp = call(&client, RemotingCommand::request(code::GET_BROKER_CONFIG)).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+        let version: GetBrokerConfigResponseHeader = resp.decode_header().unwrap();
+        let version: body::DataVersion = body::decode(version.version.as_bytes()).unwrap();
+        assert!(version.timestamp > 0);
+        let text = String::from_utf8(resp.body.to_vec()).unwrap();
+        let settings: std::collections::BTreeMap<&str, &str> =
+            text.lines().filter_map(|l| l.split_once('=')).collect();
+        let port = broker.broker_addr.rsplit(':').next().unwrap();
+        for (key, value) in [
+            ("brokerName", "broker-a"),
+            ("brokerClusterName", "DefaultCluster"),
+            ("brokerId", "0"),
+            ("listenPort", port),
+            ("namesrvAddr", broker.namesrv_addr.as_str()),
+            ("flushDiskType", "SYNC_FLUSH"),
+            ("shards", "2"),
+        ] {
+            assert_eq!(settings.get(key), Some(&value), "{key} in {text}");
+        }
+    })
+    .unwrap();
+}
