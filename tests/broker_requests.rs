@@ -504,3 +504,97 @@ fn stored_messages_carry_the_brokers_cluster_region_and_trace_switch() {
     })
     .unwrap();
 }
+
+#[test]
+fn runtime_info_adds_up_every_shard_in_javas_formats() {
+    // What mqadmin brokerStatus/clusterList and the dashboard read (admin_apache_broker and
+    // admin_ringmq_broker check the whole key set against Apache 5.3.3's).
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        let info = || async {
+            let resp = call(
+                &client,
+                RemotingCommand::request(code::GET_BROKER_RUNTIME_INFO),
+            )
+            .await;
+            assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+            body::decode::<body::KvTable>(&resp.body).unwrap().table
+        };
+        let empty = info().await;
+        assert_eq!(empty["earliestMessageTimeStamp"], "-1");
+        assert_eq!(empty["putMessageAverageSize"], "0.0");
+        assert_eq!(empty["brokerActive"], "true");
+        assert!(
+            empty["runtime"].starts_with("[ 0 days, 0 hours, "),
+            "{empty:?}"
+        );
+        assert_eq!(
+            empty
+                .keys()
+                .filter(|k| k.starts_with("commitLogDiskRatio_"))
+                .count(),
+            2,
+            "one per shard directory: {empty:?}"
+        );
+
+        assert_eq!(
+            call(&client, create_topic("TR", 4)).await.code,
+            response::SUCCESS
+        );
+        let mut stored_at = Vec::new();
+        for queue in 0..4 {
+            let uniq = format!("U{queue:030}");
+            let props = [("UNIQ_KEY", uniq.as_str())];
+            let sent = call(&client, send("TR", queue, b"body", &props)).await;
+            assert_eq!(sent.code, response::SUCCESS, "{:?}", sent.remark);
+            let pulled = call(&client, pull("CG", "TR", queue, 0, Some("*"), 0)).await;
+            stored_at.push(records(&pulled)[0].store_timestamp_ms());
+        }
+        let full = info().await;
+        assert_eq!(full["msgPutTotalTodayNow"], "4");
+        assert_eq!(full["putMessageTimesTotal"], "4");
+        assert_eq!(full["msgGetTotalTodayNow"], "4");
+        let size: f64 = full["putMessageSizeTotal"].parse().unwrap();
+        let average: f64 = full["putMessageAverageSize"].parse().unwrap();
+        assert_eq!(average, size / 4.0);
+        // Every shard holds some of the four queues; the earliest is the least of theirs.
+        assert_eq!(
+            full["earliestMessageTimeStamp"],
+            stored_at.iter().min().unwrap().to_string()
+        );
+        assert!(full["commitLogMaxOffset"].parse::<u64>().unwrap() > 0);
+        assert!(full["remainHowManyDataToFlush"].ends_with('B'), "{full:?}");
+    })
+    .unwrap();
+}
+
+#[test]
+fn broker_config_is_served_as_java_properties() {
+    // mqadmin getBrokerConfig and the dashboard's config page read it.
+    let broker = Standalone::start_with(2, &["--flush-disk-type", "SYNC_FLUSH"]);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        let resp = call(&client, RemotingCommand::request(code::GET_BROKER_CONFIG)).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+        let version: GetBrokerConfigResponseHeader = resp.decode_header().unwrap();
+        let version: body::DataVersion = body::decode(version.version.as_bytes()).unwrap();
+        assert!(version.timestamp > 0);
+        let text = String::from_utf8(resp.body.to_vec()).unwrap();
+        let settings: std::collections::BTreeMap<&str, &str> =
+            text.lines().filter_map(|l| l.split_once('=')).collect();
+        let port = broker.broker_addr.rsplit(':').next().unwrap();
+        for (key, value) in [
+            ("brokerName", "broker-a"),
+            ("brokerClusterName", "DefaultCluster"),
+            ("brokerId", "0"),
+            ("listenPort", port),
+            ("namesrvAddr", broker.namesrv_addr.as_str()),
+            ("flushDiskType", "SYNC_FLUSH"),
+            ("shards", "2"),
+        ] {
+            assert_eq!(settings.get(key), Some(&value), "{key} in {text}");
+        }
+    })
+    .unwrap();
+}

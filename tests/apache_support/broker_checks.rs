@@ -17,6 +17,7 @@ use ringmq::protocol::header::{
 };
 use ringmq::protocol::message::record::format_properties;
 use ringmq::protocol::message::UniqKeyGenerator;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 const TOPIC: &str = "AdminT";
@@ -26,6 +27,72 @@ const GROUP: &str = "AdminG";
 const BARRIER_TOPIC: &str = "AdminBarrier";
 const ORDERED_TOPIC: &str = "AdminOrderT";
 const QUEUES: i32 = 4;
+/// One GET_BROKER_RUNTIME_INFO key per commit-log directory starts with this.
+const DISK_RATIO_PREFIX: &str = "commitLogDiskRatio_";
+/// The keys of Apache 5.3.3's GET_BROKER_RUNTIME_INFO (timer wheel off, no delayed message
+/// yet), as mqadmin brokerStatus printed them from Apache's broker.
+const APACHE_RUNTIME_INFO_KEYS: [&str; 60] = [
+    "EndTransactionQueueSize",
+    "EndTransactionThreadPoolQueueCapacity",
+    "ackThreadPoolQueueCapacity",
+    "ackThreadPoolQueueHeadWaitTimeMills",
+    "ackThreadPoolQueueSize",
+    "bootTimestamp",
+    "brokerActive",
+    "brokerVersion",
+    "brokerVersionDesc",
+    "commitLogDirCapacity",
+    "commitLogDiskRatio",
+    "commitLogDiskRatio_<dir>",
+    "commitLogMaxOffset",
+    "commitLogMinOffset",
+    "consumeQueueDiskRatio",
+    "dispatchBehindBytes",
+    "dispatchMaxBuffer",
+    "earliestMessageTimeStamp",
+    "getFoundTps",
+    "getMessageEntireTimeMax",
+    "getMissTps",
+    "getTotalTps",
+    "getTransferredTps",
+    "litePullThreadPoolQueueCapacity",
+    "litePullThreadPoolQueueHeadWaitTimeMills",
+    "litePullThreadPoolQueueSize",
+    "msgGetTotalTodayMorning",
+    "msgGetTotalTodayNow",
+    "msgGetTotalYesterdayMorning",
+    "msgPutTotalTodayMorning",
+    "msgPutTotalTodayNow",
+    "msgPutTotalYesterdayMorning",
+    "pageCacheLockTimeMills",
+    "pullThreadPoolQueueCapacity",
+    "pullThreadPoolQueueHeadWaitTimeMills",
+    "pullThreadPoolQueueSize",
+    "putLatency99",
+    "putLatency999",
+    "putMessageAverageSize",
+    "putMessageDistributeTime",
+    "putMessageEntireTimeMax",
+    "putMessageFailedTimes",
+    "putMessageSizeTotal",
+    "putMessageTimesTotal",
+    "putTps",
+    "queryThreadPoolQueueCapacity",
+    "queryThreadPoolQueueHeadWaitTimeMills",
+    "queryThreadPoolQueueSize",
+    "remainHowManyDataToFlush",
+    "remainTransientStoreBufferNumbs",
+    "runtime",
+    "sendThreadPoolQueueCapacity",
+    "sendThreadPoolQueueHeadWaitTimeMills",
+    "sendThreadPoolQueueSize",
+    "startAcceptSendRequestTimeStamp",
+    "timerCongestNum",
+    "timerDequeueTps",
+    "timerEnqueueTps",
+    "timerOffsetBehind",
+    "timerReadBehind",
+];
 const MESSAGES: i32 = 6;
 /// Every message carries this key besides its own `key-<i>`.
 const SHARED_KEY: &str = "shared";
@@ -361,7 +428,8 @@ pub fn check_broker_commands(ns: &str, broker: &str, mqadmin: &dyn Fn(&[&str]) -
         assert!(ours.contains("MessageModel: CLUSTERING"), "{ours}");
         assert_eq!(ours, mqadmin(&["consumerConnection", "-g", GROUP]));
 
-        // brokerStatus: the same statistics (values move between the two calls).
+        // brokerStatus: the same statistics (values move between the two calls), under the
+        // keys Apache 5.3.3's broker answers.
         let keys = |out: &str| -> Vec<String> {
             out.lines()
                 .filter_map(|l| l.split_once(':').map(|(k, _)| k.trim().to_owned()))
@@ -370,6 +438,20 @@ pub fn check_broker_commands(ns: &str, broker: &str, mqadmin: &dyn Fn(&[&str]) -
         let ours = admin(ns, &["brokerStatus", "-b", broker]);
         assert!(ours.contains("brokerVersionDesc"), "{ours}");
         assert_eq!(keys(&ours), keys(&mqadmin(&["brokerStatus", "-b", broker])));
+        let key_set: BTreeSet<String> = keys(&ours)
+            .into_iter()
+            .map(|key| match key.strip_prefix(DISK_RATIO_PREFIX) {
+                Some(_) => format!("{DISK_RATIO_PREFIX}<dir>"),
+                None => key,
+            })
+            .collect();
+        assert_eq!(
+            key_set,
+            APACHE_RUNTIME_INFO_KEYS
+                .iter()
+                .map(|k| k.to_string())
+                .collect::<BTreeSet<_>>()
+        );
         drop(client);
     })
     .unwrap();

@@ -6,12 +6,13 @@
 
 pub mod broker_checks;
 
-use crate::namesrv_support::{maven_classpath, EVENT_DEADLINE};
+use crate::namesrv_support::maven_classpath;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
+use std::time::Duration;
 
 /// The broker's name and cluster in the config written here.
 pub const BROKER_NAME: &str = "broker-a";
@@ -21,6 +22,10 @@ pub const CLUSTER: &str = "DefaultCluster";
 const COMMIT_LOG_FILE_BYTES: u64 = 16 << 20;
 /// Heap of each JVM; the defaults would take a quarter of the machine.
 const JVM_HEAP: &str = "-Xmx512m";
+/// How long a JVM may take to be ready: the broker's first registration can come 10 s after
+/// it booted, and on a loaded machine (several test runs on two cores) booting alone took
+/// over 30 s.
+const JVM_READY_DEADLINE: Duration = Duration::from_secs(120);
 /// How many random ports to try for the broker's three adjacent ports.
 const PORT_ATTEMPTS: usize = 50;
 /// What the broker logs once the NameServer has its registration. Its first registration
@@ -225,7 +230,7 @@ impl ApacheCluster {
     }
 }
 
-/// Starts `command` and waits (up to [`EVENT_DEADLINE`]) for a line containing `ready` on
+/// Starts `command` and waits (up to [`JVM_READY_DEADLINE`]) for a line containing `ready` on
 /// its stdout or stderr; both keep being drained (stderr's warnings echoed) afterwards.
 fn spawn_until(command: &mut Command, ready: &'static str) -> Jvm {
     let mut child = Jvm(command
@@ -253,7 +258,7 @@ fn spawn_until(command: &mut Command, ready: &'static str) -> Jvm {
         });
     }
     let line = ready_rx
-        .recv_timeout(EVENT_DEADLINE)
+        .recv_timeout(JVM_READY_DEADLINE)
         .unwrap_or_else(|err| panic!("no {ready:?} from {command:?}: {err}"));
     eprintln!("[apache] ready: {line}");
     child

@@ -1,25 +1,28 @@
-//! Inspection requests: GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG
-//! and QUERY_TOPIC_CONSUME_BY_WHO (from the shard's snapshot), and the ones every shard contributes to — GET_TOPIC_STATS_INFO,
-//! GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO — each shard answering for what it owns and
-//! the connection's shard merging.
+//! Inspection requests: GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG, GET_BROKER_CONFIG,
+//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG and QUERY_TOPIC_CONSUME_BY_WHO (from the shard's snapshot),
+//! and the ones every shard contributes to — GET_TOPIC_STATS_INFO, GET_CONSUME_STATS and
+//! GET_BROKER_RUNTIME_INFO (its keys: `runtime_info`) — each shard answering for what it owns
+//! and the connection's shard merging.
 
+use crate::broker::config::BrokerConfig;
 use crate::broker::error::{BrokerError, BrokerResult};
 use crate::broker::shard_state::BrokerShard;
 use crate::protocol::body::stats::{
     ConsumeStats, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable,
 };
 use crate::protocol::body::subscription_group::SubscriptionGroupWrapper;
-use crate::protocol::body::{self, KvTable, TopicConfigSerializeWrapper};
+use crate::protocol::body::{self, DataVersion, KvTable, TopicConfigSerializeWrapper};
 use crate::protocol::codes::{request as code, response};
-use crate::protocol::command::{RemotingCommand, CURRENT_VERSION};
+use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{
-    GetAllTopicConfigResponseHeader, GetConsumeStatsRequestHeader, TopicRequestHeader,
+    GetAllTopicConfigResponseHeader, GetBrokerConfigResponseHeader, GetConsumeStatsRequestHeader,
+    TopicRequestHeader,
 };
 use crate::protocol::message::record::RecordView;
 use crate::server::not_supported;
-use ringmq_shards::QueueReadRequest;
+use ringmq_shards::{FlushMode, QueueReadRequest};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `GroupList`, the body of QUERY_TOPIC_CONSUME_BY_WHO.
 #[derive(Default, Serialize, Deserialize)]
@@ -67,6 +70,18 @@ impl BrokerShard {
                         Some(format!("No topic in this broker. topic: {}", h.topic)),
                     ),
                 })
+            }
+            code::GET_BROKER_CONFIG => {
+                let header = GetBrokerConfigResponseHeader {
+                    version: String::from_utf8(body::encode(&DataVersion {
+                        timestamp: self.boot_timestamp_ms(),
+                        ..DataVersion::default()
+                    })?)
+                    .unwrap_or_default(),
+                };
+                Ok(ok()
+                    .with_header(&header)
+                    .with_body(config_properties(self.config()).into_bytes()))
             }
             _ => Ok(not_supported(request)),
         }
@@ -149,21 +164,7 @@ impl BrokerShard {
                 Ok(ok().with_body(body::encode(&groups)?))
             }
             code::GET_BROKER_RUNTIME_INFO => {
-                let counters = self.counters();
-                let mut table = KvTable::default();
-                let mut put = |k: &str, v: u64| {
-                    table.table.insert(k.to_owned(), v.to_string());
-                };
-                put("msgPutTotalTodayNow", counters.messages_put);
-                put("msgGetTotalTodayNow", counters.messages_got);
-                put("putMessageTimesTotal", counters.messages_put);
-                put("putMessageSizeTotal", counters.bytes_put);
-                put("commitLogMaxOffset", self.store().log_end());
-                put(
-                    "remainHowManyDataToFlush",
-                    self.store().log_end() - self.store().log_durable_end(),
-                );
-                Ok(ok().with_body(body::encode(&table)?))
+                Ok(ok().with_body(body::encode(&self.runtime_info_part().await?)?))
             }
             _ => Ok(not_supported(request)),
         }
@@ -219,6 +220,67 @@ impl BrokerShard {
     }
 }
 
+/// GET_BROKER_CONFIG's body: the settings as Java's `key=value` lines, under Java's names
+/// (Configuration.getAllConfigsFormatString); the broker.conf keys ringmq does not use are
+/// listed as written, as Java lists every setting it has.
+fn config_properties(config: &BrokerConfig) -> String {
+    let flush = match config.flush_mode {
+        FlushMode::SyncFlush => "SYNC_FLUSH",
+        FlushMode::AsyncFlush => "ASYNC_FLUSH",
+    };
+    let mut lines = BTreeMap::from([
+        ("brokerClusterName", config.broker_cluster_name.clone()),
+        ("brokerName", config.broker_name.clone()),
+        ("brokerId", config.broker_id.to_string()),
+        ("brokerIP1", config.broker_ip1.to_string()),
+        ("listenPort", config.listen.port().to_string()),
+        ("namesrvAddr", config.namesrv_addrs.join(";")),
+        (
+            "storePathRootDir",
+            config.store_path_root_dir.display().to_string(),
+        ),
+        ("flushDiskType", flush.to_owned()),
+        (
+            "autoCreateTopicEnable",
+            config.auto_create_topic_enable.to_string(),
+        ),
+        (
+            "defaultTopicQueueNums",
+            config.default_topic_queue_nums.to_string(),
+        ),
+        (
+            "autoCreateSubscriptionGroup",
+            config.auto_create_subscription_group.to_string(),
+        ),
+        (
+            "mappedFileSizeCommitLog",
+            config.commit_log_segment_bytes.to_string(),
+        ),
+        ("maxMessageSize", config.message_bytes_max.to_string()),
+        (
+            "registerNameServerPeriod",
+            config.register_period.as_millis().to_string(),
+        ),
+        ("brokerPermission", config.broker_permission.to_string()),
+        ("messageDelayLevel", config.message_delay_level.clone()),
+        (
+            "fileReservedTime",
+            (config.file_reserved_time.as_secs() / SECONDS_PER_HOUR).to_string(),
+        ),
+        ("shards", config.shards.to_string()),
+    ]);
+    for (key, value) in &config.unknown_keys {
+        lines.entry(key.as_str()).or_insert_with(|| value.clone());
+    }
+    lines
+        .into_iter()
+        .map(|(key, value)| format!("{key}={value}\n"))
+        .collect()
+}
+
+/// `fileReservedTime` is in hours.
+const SECONDS_PER_HOUR: u64 = 3600;
+
 /// Joins the shards' parts of a statistics request into the client's answer.
 pub(crate) fn merge_stats_parts(
     shard: &BrokerShard,
@@ -259,29 +321,12 @@ pub(crate) fn merge_stats_parts(
             Ok(ok.with_body(body::encode(&groups)?))
         }
         code::GET_BROKER_RUNTIME_INFO => {
-            let mut sums: std::collections::BTreeMap<String, u64> = Default::default();
-            for part in parts {
-                let piece: KvTable = body::decode(&part.body)?;
-                for (key, value) in piece.table {
-                    *sums.entry(key).or_default() += value.parse::<u64>().unwrap_or(0);
-                }
-            }
-            let mut table = KvTable {
-                table: sums.into_iter().map(|(k, v)| (k, v.to_string())).collect(),
-            };
-            let config = shard.config();
-            let mut put = |k: &str, v: String| {
-                table.table.insert(k.to_owned(), v);
-            };
-            put(
-                "brokerVersionDesc",
-                format!("ringmq {}", env!("CARGO_PKG_VERSION")),
-            );
-            put("brokerVersion", CURRENT_VERSION.to_string());
-            put("brokerName", config.broker_name.clone());
-            put("brokerClusterName", config.broker_cluster_name.clone());
-            put("shards", shard.shards().to_string());
-            put("bootTimestamp", shard.boot_timestamp_ms().to_string());
+            let tables = parts
+                .iter()
+                .map(|part| body::decode::<KvTable>(&part.body))
+                .collect::<Result<Vec<_>, _>>()?;
+            let now_ms = ringmq_shards::Clock::now_ms(&ringmq_shards::RealClock);
+            let table = super::runtime_info::merge_runtime_info(shard, tables, now_ms);
             Ok(ok.with_body(body::encode(&table)?))
         }
         _ => Ok(not_supported(request)),

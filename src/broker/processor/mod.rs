@@ -6,6 +6,7 @@ pub mod admin;
 pub mod offsets;
 pub mod pull;
 pub mod query;
+pub mod runtime_info;
 pub mod send;
 
 use crate::protocol::codes::request as code;

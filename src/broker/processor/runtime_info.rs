@@ -1,0 +1,321 @@
+//! GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus and clusterList, rocketmq-dashboard): the key
+//! set Apache 5.3.3's broker answers (`AdminBrokerProcessor.prepareRuntimeInfo` over
+//! `DefaultMessageStore.getRuntimeInfo`, timer wheel off, no delayed messages), in its formats.
+//!
+//! Real values: msgPutTotalTodayNow, msgGetTotalTodayNow, putMessageTimesTotal,
+//! putMessageSizeTotal, putMessageAverageSize, commitLogMinOffset (nothing is deleted yet),
+//! commitLogMaxOffset (bytes appended, all shards), remainHowManyDataToFlush,
+//! earliestMessageTimeStamp, bootTimestamp, runtime, brokerVersion, brokerVersionDesc,
+//! brokerActive, commitLogDirCapacity, commitLogDiskRatio (and one `commitLogDiskRatio_<dir>`
+//! per shard's directory), consumeQueueDiskRatio, and remainTransientStoreBufferNumbs /
+//! startAcceptSendRequestTimeStamp (what Java answers with no transient pool and no delayed
+//! start, as here). Every other key ([`UNMEASURED`]) is Java's zero: ringmq does not measure
+//! it yet, or has no such thing (thread-pool queues, the timer wheel).
+
+use crate::broker::error::BrokerResult;
+use crate::broker::shard_state::BrokerShard;
+use crate::protocol::body::KvTable;
+use crate::protocol::command::CURRENT_VERSION;
+use crate::protocol::message::record::RecordView;
+use ringmq_shards::PhysicalOffset;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Keys each shard answers with a number; the merge sums them (all but [`EARLIEST`]).
+const PUT: &str = "msgPutTotalTodayNow";
+const GOT: &str = "msgGetTotalTodayNow";
+const PUT_TIMES: &str = "putMessageTimesTotal";
+const PUT_BYTES: &str = "putMessageSizeTotal";
+const LOG_END: &str = "commitLogMaxOffset";
+const UNFLUSHED: &str = "remainHowManyDataToFlush";
+/// Store time of the shard's first message, -1 when it has none; the merge takes the least.
+const EARLIEST: &str = "earliestMessageTimeStamp";
+/// Prefix of the one key per commit-log directory (`RunningStats.commitLogDiskRatio_<path>`).
+const DISK_RATIO_PREFIX: &str = "commitLogDiskRatio_";
+
+/// Java's values for what ringmq does not measure (yet) or does not have: TPS windows (need a
+/// per-second sampler of the counters), latencies, yesterday's and this morning's totals (need
+/// the counters recorded at midnight), thread-pool queues (none here), the timer wheel (off).
+const UNMEASURED: [(&str, &str); 40] = [
+    ("EndTransactionQueueSize", "0"),
+    ("EndTransactionThreadPoolQueueCapacity", "0"),
+    ("ackThreadPoolQueueCapacity", "0"),
+    ("ackThreadPoolQueueHeadWaitTimeMills", "0"),
+    ("ackThreadPoolQueueSize", "0"),
+    ("dispatchBehindBytes", "0"),
+    ("dispatchMaxBuffer", "0"),
+    ("getFoundTps", "0.0 0.0 0.0"),
+    ("getMessageEntireTimeMax", "0"),
+    ("getMissTps", "0.0 0.0 0.0"),
+    ("getTotalTps", "0.0 0.0 0.0"),
+    ("getTransferredTps", "0.0 0.0 0.0"),
+    ("litePullThreadPoolQueueCapacity", "0"),
+    ("litePullThreadPoolQueueHeadWaitTimeMills", "0"),
+    ("litePullThreadPoolQueueSize", "0"),
+    ("msgGetTotalTodayMorning", "0"),
+    ("msgGetTotalYesterdayMorning", "0"),
+    ("msgPutTotalTodayMorning", "0"),
+    ("msgPutTotalYesterdayMorning", "0"),
+    ("pageCacheLockTimeMills", "0"),
+    ("pullThreadPoolQueueCapacity", "0"),
+    ("pullThreadPoolQueueHeadWaitTimeMills", "0"),
+    ("pullThreadPoolQueueSize", "0"),
+    ("putLatency99", "0.00"),
+    ("putLatency999", "0.00"),
+    // Java's own value while no put has been timed into its distribution.
+    ("putMessageDistributeTime", "null"),
+    ("putMessageEntireTimeMax", "0"),
+    ("putMessageFailedTimes", "0"),
+    ("putTps", "0.0 0.0 0.0"),
+    ("queryThreadPoolQueueCapacity", "0"),
+    ("queryThreadPoolQueueHeadWaitTimeMills", "0"),
+    ("queryThreadPoolQueueSize", "0"),
+    ("sendThreadPoolQueueCapacity", "0"),
+    ("sendThreadPoolQueueHeadWaitTimeMills", "0"),
+    ("sendThreadPoolQueueSize", "0"),
+    ("timerCongestNum", "0"),
+    ("timerDequeueTps", "0.0"),
+    ("timerEnqueueTps", "0.0"),
+    ("timerOffsetBehind", "0"),
+    ("timerReadBehind", "0"),
+];
+
+/// What Java answers when the transient store pool is off (`Integer.MAX_VALUE`).
+const TRANSIENT_BUFFERS_NONE: &str = "2147483647";
+
+impl BrokerShard {
+    /// This shard's numbers (see [`merge_runtime_info`]) and its directory's disk ratio.
+    pub(crate) async fn runtime_info_part(&self) -> BrokerResult<KvTable> {
+        let counters = self.counters();
+        let store = self.store();
+        let earliest = if store.log_end() == 0 {
+            -1
+        } else {
+            let first = PhysicalOffset::new(store.config().shard_id, 0).to_wire();
+            // Informative only: a record that does not parse reads as unknown.
+            RecordView::parse(store.read_at(first).await?)
+                .map_or(-1, |record| record.store_timestamp_ms())
+        };
+        let mut table = BTreeMap::new();
+        for (key, value) in [
+            (PUT, counters.messages_put as i64),
+            (GOT, counters.messages_got as i64),
+            (PUT_TIMES, counters.messages_put as i64),
+            (PUT_BYTES, counters.bytes_put as i64),
+            (LOG_END, store.log_end() as i64),
+            (
+                UNFLUSHED,
+                (store.log_end() - store.log_durable_end()) as i64,
+            ),
+            (EARLIEST, earliest),
+        ] {
+            table.insert(key.to_owned(), value.to_string());
+        }
+        let dir = &store.config().dir;
+        table.insert(
+            format!("{DISK_RATIO_PREFIX}{}", dir.display()),
+            java_double(disk_used_ratio(dir)),
+        );
+        Ok(KvTable { table })
+    }
+}
+
+/// Joins the shards' parts: counters summed, the earliest message the least known time, the
+/// per-directory disk ratios kept, and the broker-wide keys added.
+pub(crate) fn merge_runtime_info(shard: &BrokerShard, parts: Vec<KvTable>, now_ms: i64) -> KvTable {
+    let mut sums: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut earliest: Option<i64> = None;
+    let mut table = BTreeMap::new();
+    for part in &parts {
+        for (key, value) in &part.table {
+            if key.starts_with(DISK_RATIO_PREFIX) {
+                table.insert(key.clone(), value.clone());
+                continue;
+            }
+            let number = value.parse::<i64>().unwrap_or(0);
+            match key.as_str() {
+                EARLIEST if number >= 0 => {
+                    earliest = Some(earliest.map_or(number, |e| e.min(number)))
+                }
+                EARLIEST => {}
+                _ => *sums.entry(key.as_str()).or_default() += number,
+            }
+        }
+    }
+    let sum = |key: &str| sums.get(key).copied().unwrap_or(0);
+    let mut put = |key: &str, value: String| {
+        table.insert(key.to_owned(), value);
+    };
+    for key in [PUT, GOT, PUT_TIMES, PUT_BYTES, LOG_END] {
+        put(key, sum(key).to_string());
+    }
+    put(UNFLUSHED, human_bytes(sum(UNFLUSHED).max(0) as u64));
+    put(EARLIEST, earliest.unwrap_or(-1).to_string());
+    // Java divides by one when nothing was put yet.
+    let average = sum(PUT_BYTES) as f64 / sum(PUT_TIMES).max(1) as f64;
+    put("putMessageAverageSize", java_double(average));
+    put("commitLogMinOffset", "0".to_owned());
+    let root = &shard.config().store_path_root_dir;
+    let ratio = java_double(disk_used_ratio(root));
+    put("commitLogDiskRatio", ratio.clone());
+    put("consumeQueueDiskRatio", ratio);
+    if let Some(space) = disk_space(root) {
+        put(
+            "commitLogDirCapacity",
+            format!(
+                "Total : {}, Free : {}.",
+                human_bytes(space.total),
+                human_bytes(space.free)
+            ),
+        );
+    }
+    let boot = shard.boot_timestamp_ms();
+    put("bootTimestamp", boot.to_string());
+    put("runtime", format_runtime(now_ms - boot));
+    put(
+        "brokerVersionDesc",
+        format!("ringmq {}", env!("CARGO_PKG_VERSION")),
+    );
+    put("brokerVersion", CURRENT_VERSION.to_string());
+    // A master serves reads and writes ("special services" in Java's terms).
+    put("brokerActive", "true".to_owned());
+    put(
+        "remainTransientStoreBufferNumbs",
+        TRANSIENT_BUFFERS_NONE.to_owned(),
+    );
+    put("startAcceptSendRequestTimeStamp", "0".to_owned());
+    for (key, value) in UNMEASURED {
+        put(key, value.to_owned());
+    }
+    KvTable { table }
+}
+
+/// A partition's size as `java.io.File` reports it.
+struct DiskSpace {
+    /// `getTotalSpace`.
+    total: u64,
+    /// `getFreeSpace`: free blocks, the reserved ones included.
+    free: u64,
+    /// `getUsableSpace`: what an unprivileged process may still write.
+    usable: u64,
+}
+
+fn disk_space(path: &Path) -> Option<DiskSpace> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct it is given; the path is NUL-terminated.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    let block = stat.f_frsize as u64;
+    Some(DiskSpace {
+        total: stat.f_blocks as u64 * block,
+        free: stat.f_bfree as u64 * block,
+        usable: stat.f_bavail as u64 * block,
+    })
+}
+
+/// `UtilAll.getDiskPartitionSpaceUsedPercent`: the used fraction, rounded up to a hundredth;
+/// -1 when the path cannot be measured.
+fn disk_used_ratio(path: &Path) -> f64 {
+    match disk_space(path) {
+        Some(space) if space.total > 0 => used_ratio(&space),
+        _ => -1.0,
+    }
+}
+
+fn used_ratio(space: &DiskSpace) -> f64 {
+    let used = space.total - space.free.min(space.total);
+    let entire = (used + space.usable).max(1);
+    let percent = (used * 100).div_ceil(entire);
+    percent as f64 / 100.0
+}
+
+/// A double as Java's `String.valueOf` writes it in the ranges used here (`1.0`, `0.62`).
+fn java_double(value: f64) -> String {
+    if value.is_finite() && value.fract() == 0.0 {
+        format!("{value:.1}")
+    } else {
+        value.to_string()
+    }
+}
+
+/// `MixAll.humanReadableByteCount(bytes, false)`: `512 B`, `1.5 KiB`, `252.0 GiB`.
+fn human_bytes(bytes: u64) -> String {
+    const UNIT: u64 = 1024;
+    if bytes < UNIT {
+        return format!("{bytes} B");
+    }
+    let mut exp = 0;
+    let mut scaled = bytes;
+    while scaled >= UNIT && exp < 6 {
+        scaled /= UNIT;
+        exp += 1;
+    }
+    let prefix = "KMGTPE".as_bytes()[exp - 1] as char;
+    format!(
+        "{:.1} {prefix}iB",
+        bytes as f64 / (UNIT as f64).powi(exp as i32)
+    )
+}
+
+/// `StoreStatsService.getFormatRuntime`.
+fn format_runtime(elapsed_ms: i64) -> String {
+    const SECOND: i64 = 1000;
+    const MINUTE: i64 = 60 * SECOND;
+    const HOUR: i64 = 60 * MINUTE;
+    const DAY: i64 = 24 * HOUR;
+    let t = elapsed_ms.max(0);
+    format!(
+        "[ {} days, {} hours, {} minutes, {} seconds ]",
+        t / DAY,
+        t % DAY / HOUR,
+        t % HOUR / MINUTE,
+        t % MINUTE / SECOND
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_as_java_does() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(252 << 30), "252.0 GiB");
+        assert_eq!(java_double(1.0), "1.0");
+        assert_eq!(java_double(0.62), "0.62");
+        assert_eq!(java_double(245.28571428571428), "245.28571428571428");
+        assert_eq!(java_double(-1.0), "-1.0");
+        assert_eq!(
+            format_runtime(49_999),
+            "[ 0 days, 0 hours, 0 minutes, 49 seconds ]"
+        );
+        assert_eq!(
+            format_runtime(((2 * 24 + 3) * 60 + 4) * 60_000 + 5_000),
+            "[ 2 days, 3 hours, 4 minutes, 5 seconds ]"
+        );
+    }
+
+    #[test]
+    fn disk_ratio_rounds_up_to_a_hundredth_of_the_writable_space() {
+        // 100 blocks, 40 free of which 30 usable: used 60 of 90 writable -> 0.67.
+        let space = DiskSpace {
+            total: 100,
+            free: 40,
+            usable: 30,
+        };
+        assert_eq!(used_ratio(&space), 0.67);
+        let exact = DiskSpace {
+            total: 100,
+            free: 50,
+            usable: 50,
+        };
+        assert_eq!(used_ratio(&exact), 0.5);
+        assert_eq!(disk_used_ratio(Path::new("/no/such/dir")), -1.0);
+        assert!((0.0..=1.0).contains(&disk_used_ratio(Path::new("/"))));
+    }
+}
