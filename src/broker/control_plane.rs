@@ -9,6 +9,7 @@ use super::control::queue_locks::QueueLocks;
 use super::control::subscription_groups::{GroupSnapshot, SubscriptionGroupTable};
 use super::control::topics::{TopicError, TopicSnapshot, TopicTable, RETRY_GROUP_TOPIC_PREFIX};
 use super::error::{BrokerError, BrokerResult};
+use super::now_ms;
 use super::registration::NamesrvLinks;
 use super::shard_state::BrokerShard;
 use super::work::{Origin, Work};
@@ -452,8 +453,4 @@ fn topic_from_header(h: &CreateTopicRequestHeader) -> BrokerResult<TopicConfig> 
         order: h.order,
         ..TopicConfig::new(&h.topic, h.write_queue_nums)
     })
-}
-
-fn now_ms() -> i64 {
-    ringmq_shards::io::Clock::now_ms(&ringmq_shards::RealClock)
 }

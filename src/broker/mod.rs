@@ -19,3 +19,8 @@ pub mod router;
 pub mod runtime;
 pub mod shard_state;
 pub mod work;
+
+/// Wall-clock milliseconds, as stored in records and compared with heartbeat and lock times.
+pub(crate) fn now_ms() -> i64 {
+    ringmq_shards::io::Clock::now_ms(&ringmq_shards::RealClock)
+}

@@ -325,8 +325,8 @@ pub(crate) fn merge_stats_parts(
                 .iter()
                 .map(|part| body::decode::<KvTable>(&part.body))
                 .collect::<Result<Vec<_>, _>>()?;
-            let now_ms = ringmq_shards::Clock::now_ms(&ringmq_shards::RealClock);
-            let table = super::runtime_info::merge_runtime_info(shard, tables, now_ms);
+            let table =
+                super::runtime_info::merge_runtime_info(shard, tables, crate::broker::now_ms());
             Ok(ok.with_body(body::encode(&table)?))
         }
         _ => Ok(not_supported(request)),

@@ -44,7 +44,7 @@ enum PullOutcome {
 impl BrokerShard {
     pub(crate) async fn serve_pull(
         &self,
-        _origin: Origin,
+        origin: Origin,
         request: &RemotingCommand,
     ) -> BrokerResult<RemotingCommand> {
         let header: PullMessageRequestHeader = request.decode_header()?;
@@ -69,7 +69,7 @@ impl BrokerShard {
         if header.queue_id < 0 || header.queue_id >= topic.read_queue_nums {
             return Err(BrokerError::Illegal(format!(
                 "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                header.queue_id, header.topic, topic.read_queue_nums, _origin.peer
+                header.queue_id, header.topic, topic.read_queue_nums, origin.peer
             )));
         }
         let filter = self.pull_filter(&header)?;
