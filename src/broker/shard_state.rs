@@ -91,7 +91,7 @@ impl BrokerShard {
             counters: Cell::new(Counters::default()),
             stopping: Cell::new(false),
             listeners: RefCell::new(Vec::new()),
-            boot_timestamp_ms: ringmq_shards::io::Clock::now_ms(&RealClock),
+            boot_timestamp_ms: super::now_ms(),
         })
     }
 
@@ -202,8 +202,10 @@ impl BrokerShard {
     }
 
     pub fn next_uniq_key(&self) -> String {
-        let now = ringmq_shards::io::Clock::now_ms(&RealClock);
-        self.uniq_keys.borrow_mut().next(now).to_string()
+        self.uniq_keys
+            .borrow_mut()
+            .next(super::now_ms())
+            .to_string()
     }
 
     /// Has shard 0 apply a control-plane change (directly when this is shard 0).
@@ -261,17 +263,12 @@ impl BrokerShard {
         router.call(to, work).await
     }
 
-    /// Sends `work` to every other shard and waits for all of them.
-    pub async fn broadcast(&self, make: impl Fn() -> Work) -> BrokerResult<Vec<Reply>> {
-        let calls: Vec<_> = (0..self.shards())
-            .filter(|&s| s != self.id)
-            .map(|s| self.call_shard(s, make()))
-            .collect();
-        let mut replies = Vec::with_capacity(calls.len());
-        for call in calls {
-            replies.push(call.await?);
+    /// Has every other shard do `work`, one after the other, and returns when all have.
+    pub async fn broadcast(&self, make: impl Fn() -> Work) -> BrokerResult<()> {
+        for shard in (0..self.shards()).filter(|&s| s != self.id) {
+            self.call_shard(shard, make()).await?;
         }
-        Ok(replies)
+        Ok(())
     }
 
     /// Writes a oneway request to one of this shard's connections, if it is still open.
@@ -347,7 +344,11 @@ impl BrokerShard {
     ) -> BrokerResult<RemotingCommand> {
         match request.code {
             c if is_send(c) => {
-                let (owner, forwarded) = self.route_send(request).await?;
+                let (owner, header) = self.route_send(request).await?;
+                if owner == self.id {
+                    return self.store_send(origin, request, &header).await;
+                }
+                let forwarded = Self::forwarded_send(request, &header);
                 self.at(owner, origin, forwarded).await
             }
             c if is_queue_request(c) => {
@@ -379,18 +380,16 @@ impl BrokerShard {
         }
     }
 
-    /// Runs `request` on every shard (this one included) and collects their answers.
+    /// Runs `request` on every shard (this one included), one after the other, and collects
+    /// their answers.
     async fn on_every_shard(
         &self,
         origin: Origin,
         request: &RemotingCommand,
     ) -> BrokerResult<Vec<RemotingCommand>> {
-        let calls: Vec<_> = (0..self.shards())
-            .map(|s| self.at(s, origin, request.clone()))
-            .collect();
-        let mut parts = Vec::with_capacity(calls.len());
-        for call in calls {
-            parts.push(call.await?);
+        let mut parts = Vec::with_capacity(self.shards());
+        for shard in 0..self.shards() {
+            parts.push(self.at(shard, origin, request.clone()).await?);
         }
         Ok(parts)
     }

@@ -31,13 +31,13 @@ const TRACE_ON: &str = "true";
 const BROKER_SET_PROPERTIES: [&str; 3] = [PROPERTY_CLUSTER, PROPERTY_MSG_REGION, PROPERTY_TRACE_ON];
 
 impl BrokerShard {
-    /// Connection-shard half: returns the owning shard and the request to give it (with the
-    /// queue id filled in when the producer asked the broker to choose).
+    /// Connection-shard half: returns the owning shard and the decoded header, its queue id
+    /// filled in when the producer asked the broker to choose.
     pub(crate) async fn route_send(
         &self,
         request: &RemotingCommand,
-    ) -> BrokerResult<(usize, RemotingCommand)> {
-        let header = SendMessageRequestHeader::decode_from(request)?;
+    ) -> BrokerResult<(usize, SendMessageRequestHeader)> {
+        let mut header = SendMessageRequestHeader::decode_from(request)?;
         if self.config().broker_permission & PERM_WRITE == 0 {
             return Err(BrokerError::NoPermission(format!(
                 "the broker[{}] sending message is forbidden",
@@ -62,17 +62,24 @@ impl BrokerShard {
         } else {
             header.queue_id
         };
+        header.queue_id = queue_id;
+        Ok((self.owner_of(&header.topic, queue_id), header))
+    }
+
+    /// The request for another shard to store: `request` with the queue `route_send` chose.
+    pub(crate) fn forwarded_send(
+        request: &RemotingCommand,
+        header: &SendMessageRequestHeader,
+    ) -> RemotingCommand {
         let mut forwarded = request.clone();
-        if queue_id != header.queue_id {
-            let key = match request.code {
-                code::SEND_MESSAGE => "queueId",
-                _ => "e",
-            };
-            forwarded
-                .ext_fields
-                .insert(key.to_owned(), queue_id.to_string());
-        }
-        Ok((self.owner_of(&header.topic, queue_id), forwarded))
+        let key = match request.code {
+            code::SEND_MESSAGE => "queueId",
+            _ => "e",
+        };
+        forwarded
+            .ext_fields
+            .insert(key.to_owned(), header.queue_id.to_string());
+        forwarded
     }
 
     async fn topic_for_send(&self, header: &SendMessageRequestHeader) -> BrokerResult<TopicConfig> {
@@ -84,23 +91,34 @@ impl BrokerShard {
             .ok_or_else(|| BrokerError::TopicNotExist(header.topic.clone()))
     }
 
-    /// Owner half: stores the message(s) of a request routed here and answers as Java does.
+    /// Owner half of a send another shard routed here.
     pub(crate) async fn serve_send(
         &self,
         origin: Origin,
         request: &RemotingCommand,
     ) -> BrokerResult<RemotingCommand> {
+        let header = SendMessageRequestHeader::decode_from(request)?;
+        self.store_send(origin, request, &header).await
+    }
+
+    /// Owner half: stores the message(s) and answers as Java does. `header` is the request's,
+    /// decoded once on the connection's shard when that shard owns the queue too.
+    pub(crate) async fn store_send(
+        &self,
+        origin: Origin,
+        request: &RemotingCommand,
+        header: &SendMessageRequestHeader,
+    ) -> BrokerResult<RemotingCommand> {
         if self.is_stopping() {
             return Err(BrokerError::ShuttingDown);
         }
-        let header = SendMessageRequestHeader::decode_from(request)?;
         let batch = request.code == code::SEND_BATCH_MESSAGE || header.batch == Some(true);
         let messages = if batch {
-            self.batch_messages(origin, &header, request.body.clone())?
+            self.batch_messages(origin, header, request.body.clone())?
         } else {
             self.limits().check_body(request.body.len())?;
             let properties = header.properties.as_deref().unwrap_or("");
-            vec![self.message(origin, &header, request.body.clone(), 0, properties)]
+            vec![self.message(origin, header, request.body.clone(), 0, properties)]
         };
         let results = self.store().append_batch(&messages).await?;
         self.count_put(results.len(), results.iter().map(|r| r.wrote_bytes).sum());
