@@ -16,3 +16,10 @@ for mod in tests/*/go.mod; do
     echo "go: $mod"
     (cd "$(dirname "$mod")" && go mod download)
 done
+# The compatibility matrix's clients (tests/matrix/README.md): each row installs its pinned
+# client from its registry and builds its driver.
+for setup in tests/matrix/clients/*/setup.sh; do
+    [ -e "$setup" ] || continue
+    echo "matrix: $setup"
+    bash "$setup"
+done
