@@ -76,6 +76,9 @@ pub enum ControlOp {
         queue_nums: i32,
     },
     FindOrCreateGroup(String),
+    /// A message of the group goes to its dead-letter topic: create `%DLQ%group` (one queue,
+    /// read-write) if it does not exist, and register it with the NameServers.
+    CreateDlqTopic(String),
     ConnectionClosed(ConnectionId),
 }
 
@@ -182,6 +185,17 @@ impl ControlPlane {
                     self.publish(shard).await?;
                 }
                 Ok(ControlReply::Group(config))
+            }
+            ControlOp::CreateDlqTopic(group) => {
+                let ensured = self
+                    .tables
+                    .borrow_mut()
+                    .topics
+                    .create_dlq_topic(&group, now_ms())?;
+                if ensured.created {
+                    self.topics_changed(shard).await?;
+                }
+                Ok(ControlReply::Topic(Some(ensured.config)))
             }
             ControlOp::ConnectionClosed(connection) => {
                 let changed = self

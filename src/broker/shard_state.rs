@@ -305,6 +305,7 @@ impl BrokerShard {
                 self.install_snapshot(snapshot);
                 Ok(Reply::Done)
             }
+            Work::Store(message) => self.store_resent(message).await,
             Work::Notify {
                 connection,
                 request,
@@ -316,7 +317,7 @@ impl BrokerShard {
     }
 
     /// Runs `request` on `shard` (here, or through the router).
-    async fn at(
+    pub(crate) async fn at(
         &self,
         shard: usize,
         origin: Origin,
@@ -376,6 +377,7 @@ impl BrokerShard {
                 super::processor::admin::merge_stats_parts(self, request, parts)
             }
             c if is_control(c) => self.at(0, origin, request.clone()).await,
+            code::CONSUMER_SEND_MSG_BACK => self.send_back(origin, request).await,
             _ => self.serve(origin, request).await,
         }
     }

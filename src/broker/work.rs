@@ -2,6 +2,7 @@
 
 use super::control_plane::{ControlOp, ControlReply, ControlSnapshot};
 use crate::protocol::command::RemotingCommand;
+use crate::protocol::message::record::Message;
 use crate::server::ConnectionId;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,6 +27,9 @@ pub enum Work {
     Control(ControlOp),
     /// A newer control-plane snapshot, from shard 0.
     Snapshot(Arc<ControlSnapshot>),
+    /// Store `message` in the receiving shard's queue (a consumer's send-back to its group's
+    /// retry or dead-letter topic); answered with [`Reply::Done`].
+    Store(Message),
     /// Send `request` (oneway) to one of the receiving shard's connections, e.g.
     /// NOTIFY_CONSUMER_IDS_CHANGED decided on shard 0 for a client connected elsewhere.
     Notify {

@@ -8,6 +8,7 @@ pub mod pull;
 pub mod query;
 pub mod runtime_info;
 pub mod send;
+pub mod send_back;
 
 use crate::protocol::codes::request as code;
 use bytes::{Bytes, BytesMut};

@@ -1,0 +1,310 @@
+//! CONSUMER_SEND_MSG_BACK: a push consumer failed a message (RECONSUME_LATER, an exception, a
+//! timeout) and hands it back, by its physical offset, for a later retry.
+//!
+//! As Apache 4.9's `SendMessageProcessor.consumerSendMsgBack`: the original is read by its
+//! offset (on the shard named in the offset's high bits), and a copy is stored for the group's
+//! retry topic `%RETRY%group` with RETRY_TOPIC (the original topic, set once), reconsume times
+//! + 1, ORIGIN_MESSAGE_ID (the first failure's offset message id) and DELAY = the level the
+//! client asked for, or 3 + reconsume times; the delay-level schedule delivers it to the retry
+//! queue when due. Once the message has been reconsumed `maxReconsumeTimes` times (the
+//! client's, else the group's `retryMaxTimes`), or when the client asks with a negative level,
+//! the copy goes to `%DLQ%group` (one queue, read-write, registered with the NameServers) at
+//! once. The copy is stored on the shard that owns its target queue.
+//!
+//! Per send-back: one record read (a cross-shard hop when another shard stored the original),
+//! one append (a hop when another shard owns the target queue), no body copy (the body is the
+//! read record's bytes).
+
+use crate::broker::control::topics::{dlq_topic, retry_topic};
+use crate::broker::control_plane::{ControlOp, ControlReply};
+use crate::broker::error::{BrokerError, BrokerResult};
+use crate::broker::placement::owner_of_offset;
+use crate::broker::shard_state::BrokerShard;
+use crate::broker::work::{Origin, Reply, Work};
+use crate::protocol::body::subscription_group::SubscriptionGroupConfig;
+use crate::protocol::body::{TopicConfig, PERM_WRITE};
+use crate::protocol::codes::{request as code, response};
+use crate::protocol::command::RemotingCommand;
+use crate::protocol::header::{ConsumerSendMsgBackRequestHeader, ViewMessageRequestHeader};
+use crate::protocol::message::record::{format_properties, properties_iter, Message, RecordView};
+use crate::protocol::message::{record_parts, OffsetMsgId};
+use bytes::Bytes;
+
+/// Properties a send-back sets (Apache's `MessageConst`).
+pub mod property {
+    /// The topic the message was first sent to; kept through every retry so the client can
+    /// give its listener the original topic back.
+    pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
+    /// The offset message id of the first failed copy.
+    pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+    /// The delay level the copy waits for before it is delivered (0: none).
+    pub const DELAY: &str = "DELAY";
+    /// Apache's send-back sets `waitStoreMsgOK = false` on the copy: it is stored as "false".
+    pub const WAIT: &str = "WAIT";
+}
+
+/// Apache's default for a first retry: level 3 (10 s), one level later per retry after it.
+const DELAY_LEVEL_FIRST_RETRY: i32 = 3;
+/// A DLQ has one queue (`MixAll.DLQ_NUMS_PER_GROUP`).
+const DLQ_QUEUE_ID: i32 = 0;
+
+/// Where a failed message goes next.
+struct Destination {
+    topic: String,
+    queue_id: i32,
+    /// The DELAY property of the copy; 0 for the DLQ, as Apache stores it.
+    delay_level: i32,
+}
+
+impl BrokerShard {
+    /// Serves a CONSUMER_SEND_MSG_BACK on the connection's shard: reads the original where it
+    /// is stored and stores the copy where its target queue is owned.
+    pub(crate) async fn send_back(
+        &self,
+        origin: Origin,
+        request: &RemotingCommand,
+    ) -> BrokerResult<RemotingCommand> {
+        let header: ConsumerSendMsgBackRequestHeader = request.decode_header()?;
+        let group = self.subscription_group_for_pull(&header.group).await?;
+        if self.config().broker_permission & PERM_WRITE == 0 {
+            return Err(BrokerError::NoPermission(format!(
+                "the broker[{}] sending message is forbidden",
+                self.config().broker_ip1
+            )));
+        }
+        let ok = RemotingCommand::response_to(request, response::SUCCESS, None);
+        // Apache: a group without retry queues drops failed messages.
+        if group.retry_queue_nums <= 0 {
+            return Ok(ok);
+        }
+        let retry = self.send_back_topic(&retry_topic(&header.group)).await?;
+        if retry.perm & PERM_WRITE == 0 {
+            return Err(BrokerError::NoPermission(format!(
+                "the topic[{}] sending message is forbidden",
+                retry.topic_name
+            )));
+        }
+        let original = self.original(origin, header.offset).await?;
+        let destination = self.destination(&header, &group, &original).await?;
+        let message = resent(&original, &destination);
+        let owner = self.owner_of(&destination.topic, destination.queue_id);
+        if owner == self.id() {
+            self.store_resent(message).await?;
+        } else {
+            self.call_shard(owner, Work::Store(message)).await?;
+        }
+        Ok(ok)
+    }
+
+    /// Stores a send-back's copy in a queue this shard owns.
+    pub(crate) async fn store_resent(&self, message: Message) -> BrokerResult<Reply> {
+        if self.is_stopping() {
+            return Err(BrokerError::ShuttingDown);
+        }
+        let result = self.store().append(&message).await?;
+        self.count_put(1, result.wrote_bytes);
+        Ok(Reply::Done)
+    }
+
+    /// `%RETRY%group` as it is, or created with the group's retry queues (Apache's
+    /// `createTopicInSendMessageBackMethod`).
+    async fn send_back_topic(&self, topic: &str) -> BrokerResult<TopicConfig> {
+        if let Some(config) = self.topic(topic) {
+            return Ok(config);
+        }
+        let op = ControlOp::CreateTopicForSend {
+            topic: topic.to_owned(),
+            default_topic: String::new(),
+            queue_nums: 1,
+        };
+        topic_reply(self.control_call(op).await?, topic)
+    }
+
+    /// The failed message, read on the shard that stored it.
+    async fn original(&self, origin: Origin, offset: i64) -> BrokerResult<RecordView> {
+        let not_found = || BrokerError::Illegal(format!("look message by offset failed, {offset}"));
+        let owner = owner_of_offset(offset, self.shards()).ok_or_else(not_found)?;
+        let bytes = if owner == self.id() {
+            self.store()
+                .read_at(offset)
+                .await
+                .map_err(|_| not_found())?
+        } else {
+            let view = RemotingCommand::request(code::VIEW_MESSAGE_BY_ID).with_header(
+                &ViewMessageRequestHeader {
+                    topic: None,
+                    offset,
+                },
+            );
+            let answer = self.at(owner, origin, view).await?;
+            if answer.code != response::SUCCESS {
+                return Err(not_found());
+            }
+            answer.body
+        };
+        RecordView::parse(bytes).map_err(|_| not_found())
+    }
+
+    /// The retry queue with its delay, or the DLQ once the message has been retried enough.
+    async fn destination(
+        &self,
+        header: &ConsumerSendMsgBackRequestHeader,
+        group: &SubscriptionGroupConfig,
+        original: &RecordView,
+    ) -> BrokerResult<Destination> {
+        let max_reconsume_times = header.max_reconsume_times.unwrap_or(group.retry_max_times);
+        if original.reconsume_times() >= max_reconsume_times || header.delay_level < 0 {
+            let topic = dlq_topic(&header.group);
+            let op = ControlOp::CreateDlqTopic(header.group.clone());
+            topic_reply(self.control_call(op).await?, &topic)?;
+            return Ok(Destination {
+                topic,
+                queue_id: DLQ_QUEUE_ID,
+                delay_level: 0,
+            });
+        }
+        let delay_level = match header.delay_level {
+            0 => DELAY_LEVEL_FIRST_RETRY + original.reconsume_times(),
+            asked => asked,
+        };
+        Ok(Destination {
+            topic: retry_topic(&header.group),
+            queue_id: self.pick_queue(group.retry_queue_nums),
+            delay_level,
+        })
+    }
+}
+
+/// The control plane's answer to a topic creation: the topic, or SYSTEM_ERROR as Apache
+/// answers when it could not be made.
+fn topic_reply(reply: ControlReply, topic: &str) -> BrokerResult<TopicConfig> {
+    match reply {
+        ControlReply::Topic(Some(config)) => Ok(config),
+        _ => Err(BrokerError::Illegal(format!("topic[{topic}] not exist"))),
+    }
+}
+
+/// The copy of `original` for `destination`: body, flag, sys flag, born time and host kept;
+/// reconsume times + 1; RETRY_TOPIC and ORIGIN_MESSAGE_ID set if absent; DELAY and WAIT set.
+fn resent(original: &RecordView, destination: &Destination) -> Message {
+    let (mut message, store) = record_parts(original);
+    let origin_id = OffsetMsgId {
+        store_host: store.store_host,
+        commit_log_offset: store.physical_offset,
+    }
+    .to_string();
+    let delay = destination.delay_level.to_string();
+    let replaced = [property::DELAY, property::WAIT];
+    let props = original.properties();
+    let mut pairs: Vec<(&str, &str)> = properties_iter(props)
+        .filter(|(name, _)| !replaced.contains(name))
+        .collect();
+    if original.property(property::RETRY_TOPIC).is_none() {
+        pairs.push((property::RETRY_TOPIC, original.topic()));
+    }
+    if original.property(property::ORIGIN_MESSAGE_ID).is_none() {
+        pairs.push((property::ORIGIN_MESSAGE_ID, &origin_id));
+    }
+    pairs.push((property::WAIT, "false"));
+    pairs.push((property::DELAY, &delay));
+    message.properties = Bytes::from(format_properties(pairs));
+    message.topic = destination.topic.clone();
+    message.queue_id = destination.queue_id;
+    message.reconsume_times += 1;
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::message::record::{encode, StoreFields};
+
+    fn stored(topic: &str, props: &[(&str, &str)], reconsume_times: i32) -> RecordView {
+        let message = Message {
+            topic: topic.into(),
+            queue_id: 3,
+            flag: 7,
+            sys_flag: 0,
+            born_timestamp_ms: 1_700_000_000_000,
+            born_host: "10.0.0.9:5555".parse().unwrap(),
+            reconsume_times,
+            prepared_transaction_offset: 0,
+            body: Bytes::from_static(b"payload"),
+            properties: Bytes::from(format_properties(props.iter().copied())),
+        };
+        let store = StoreFields {
+            queue_offset: 11,
+            physical_offset: 4096,
+            store_timestamp_ms: 1_700_000_000_100,
+            store_host: "127.0.0.1:10911".parse().unwrap(),
+        };
+        RecordView::parse(encode(&message, &store).unwrap()).unwrap()
+    }
+
+    fn props(message: &Message) -> Vec<(String, String)> {
+        let text = std::str::from_utf8(&message.properties).unwrap();
+        crate::protocol::message::record::parse_properties(text)
+    }
+
+    #[test]
+    fn a_first_retry_names_the_original_topic_and_id_and_counts_one() {
+        let original = stored(
+            "T",
+            &[("TAGS", "a"), ("UNIQ_KEY", "U1"), ("WAIT", "true")],
+            0,
+        );
+        let to = Destination {
+            topic: "%RETRY%g".into(),
+            queue_id: 0,
+            delay_level: 3,
+        };
+        let copy = resent(&original, &to);
+        assert_eq!((copy.topic.as_str(), copy.queue_id), ("%RETRY%g", 0));
+        assert_eq!(copy.reconsume_times, 1);
+        assert_eq!((copy.flag, &copy.body[..]), (7, &b"payload"[..]));
+        assert_eq!(copy.born_host, original.born_host());
+        let origin_id = OffsetMsgId {
+            store_host: "127.0.0.1:10911".parse().unwrap(),
+            commit_log_offset: 4096,
+        }
+        .to_string();
+        let expected: Vec<(String, String)> = [
+            ("TAGS", "a"),
+            ("UNIQ_KEY", "U1"),
+            ("RETRY_TOPIC", "T"),
+            ("ORIGIN_MESSAGE_ID", origin_id.as_str()),
+            ("WAIT", "false"),
+            ("DELAY", "3"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(props(&copy), expected);
+    }
+
+    #[test]
+    fn a_later_retry_keeps_the_first_topic_and_id() {
+        let original = stored(
+            "%RETRY%g",
+            &[
+                ("RETRY_TOPIC", "T"),
+                ("ORIGIN_MESSAGE_ID", "ID0"),
+                ("DELAY", "3"),
+            ],
+            1,
+        );
+        let to = Destination {
+            topic: "%DLQ%g".into(),
+            queue_id: 0,
+            delay_level: 0,
+        };
+        let copy = resent(&original, &to);
+        assert_eq!(copy.reconsume_times, 2);
+        let p = props(&copy);
+        let get = |k: &str| p.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("RETRY_TOPIC"), Some("T"));
+        assert_eq!(get("ORIGIN_MESSAGE_ID"), Some("ID0"));
+        assert_eq!(get("DELAY"), Some("0"));
+        assert_eq!(p.iter().filter(|(n, _)| n == "DELAY").count(), 1);
+    }
+}
