@@ -3,8 +3,7 @@
 # property, simulation, crash and integration test of the workspace, and the compatibility
 # tests that drive the official Java and Go clients and Apache's own NameServer and mqadmin
 # (run scripts/fetch-deps.sh once first: they resolve their jars and modules offline).
-# The two skipped tests wait for the broker's CONSUMER_SEND_MSG_BACK and delay levels, and
-# for transactional (half) messages.
+# The skipped test waits for transactional (half) messages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ulimit -l unlimited 2>/dev/null || true
@@ -15,5 +14,4 @@ cargo test -p ringmq --locked \
     --test namesrv_java_client --test namesrv_go_client --test admin_apache_namesrv \
     --test admin_apache_broker --test admin_ringmq_broker --test compat_java_client \
     -- --ignored --test-threads=1 \
-    --skip reconsume_later_redelivers_through_the_retry_topic_after_the_delay \
     --skip transactional_messages_reach_consumers_only_when_committed

@@ -1,7 +1,8 @@
 //! CONSUMER_SEND_MSG_BACK against a real `ringmq standalone` with 2 shards, driven with raw
 //! remoting requests: the copy lands in `%RETRY%group` with the properties Apache's broker
 //! sets, in `%DLQ%group` once retried enough, and a bad offset or an unknown group is an
-//! error response (and the broker goes on serving).
+//! error response (and the broker goes on serving). The client's fallback (its own send to
+//! `%RETRY%group`) goes to `%DLQ%group` past the maximum too.
 
 mod broker_support;
 
@@ -43,6 +44,23 @@ fn send_back(offset: i64, group: &str, delay_level: i32, max: Option<i32>) -> Re
             max_reconsume_times: max,
         },
     )
+}
+
+/// A consumer's fallback: SEND_MESSAGE_V2 of its own copy to the retry topic, with the
+/// reconsume times and maximum in the header (no DELAY, so it is stored at once).
+fn fallback_send(
+    retry_topic: &str,
+    body: &[u8],
+    reconsume_times: i32,
+    max: i32,
+) -> RemotingCommand {
+    let request = send(retry_topic, -1, body, &[("RETRY_TOPIC", TOPIC)]);
+    let mut header = SendMessageRequestHeader::decode_from(&request).expect("send header");
+    header.reconsume_times = Some(reconsume_times);
+    header.max_reconsume_times = Some(max);
+    RemotingCommand::request(code::SEND_MESSAGE_V2)
+        .with_header(&SendMessageRequestHeaderV2(header))
+        .with_body(request.body)
 }
 
 fn create_group(group: &str) -> RemotingCommand {
@@ -173,6 +191,41 @@ fn send_back_retries_through_the_retry_topic_then_the_dlq_and_refuses_bad_reques
         )
         .await;
         assert_eq!(dlq_max.code, response::SUCCESS, "{:?}", dlq_max.remark);
+
+        // The client's own copy (its fallback when a send-back fails) past the maximum: to
+        // the DLQ too, whichever shard the retry queue and the DLQ live on.
+        let fallback = fallback_send(&retry_topic, b"fallback", 1, 1);
+        let sent = call(&client, fallback).await;
+        assert_eq!(sent.code, response::SUCCESS, "{:?}", sent.remark);
+        let dlq_third = call(
+            &client,
+            pull(GROUP, &dlq_topic, 0, 2, Some("*"), LONG_POLL_MS),
+        )
+        .await;
+        assert_eq!(dlq_third.code, response::SUCCESS, "{:?}", dlq_third.remark);
+        let records: Vec<RecordView> = split_records(dlq_third.body.clone())
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(&records[0].body()[..], b"fallback");
+        assert_eq!(records[0].topic(), dlq_topic);
+        // Below the maximum it stays a retry.
+        let retry_max = call(&client, pull(GROUP, &retry_topic, 0, 0, Some("*"), 0)).await;
+        let retry_max: PullMessageResponseHeader = retry_max.decode_header().unwrap();
+        let sent = call(&client, fallback_send(&retry_topic, b"retry", 0, 1)).await;
+        assert_eq!(sent.code, response::SUCCESS, "{:?}", sent.remark);
+        let next = call(
+            &client,
+            pull(
+                GROUP,
+                &retry_topic,
+                0,
+                retry_max.max_offset,
+                Some("*"),
+                LONG_POLL_MS,
+            ),
+        )
+        .await;
+        assert_eq!(next.code, response::SUCCESS, "{:?}", next.remark);
 
         // The DLQ is one read-write queue (perm 6, as from Apache 4.9.2), the retry topic too.
         let all = call(

@@ -7,9 +7,12 @@
 //! - two consumers of a group splitting the queues, one taking over when the other stops;
 //! - an orderly consumer (queue locks) getting each order in sequence; a lite pull consumer
 //!   polling, committing and seeking; broadcasting consumers each getting every message;
-//! - RECONSUME_LATER redelivered through the retry topic after its delay, and transactional
-//!   messages delivered only when committed (both skipped by scripts/test.sh: the broker has
-//!   neither yet).
+//! - RECONSUME_LATER redelivered through the retry topic after its delay; a message failed
+//!   past maxReconsumeTimes consumed from the DLQ; a level 2 message 5 ± 1 s after its send;
+//!   delayed messages pending across a restart; orderly consumers keeping each key's order
+//!   while a third joins and leaves;
+//! - transactional messages delivered only when committed (skipped by scripts/test.sh: the
+//!   broker has no half messages yet).
 //!
 //! The checks are in tests/compat/java/src, one scenario per subcommand;
 //! tests/compat/java/run-against-apache.sh runs the same scenarios against Apache RocketMQ.
@@ -127,18 +130,41 @@ fn scenario_on_a_fresh_broker(scenario: &str, extra: &[&str]) {
 /// Phase 1 (sends, consumes, sends more), the broker stopped by `stop`, started again on the
 /// same data, phase 2 (same queues, offsets and messages).
 fn restart_scenario(args: &[&str], stop: impl FnOnce(&mut Standalone), crash: bool) {
-    let java = JavaScenarios::compile();
-    let mut broker = Standalone::start_with(SHARDS, args);
-    let names = RunNames::new(if crash { "crash" } else { "restart" });
-    let state = java.state_file();
-    java.run("restart-phase1", &broker, &names, &["--state", &state]);
-    stop(&mut broker);
-    broker.start_again();
-    let mut phase2 = vec!["--state", state.as_str()];
-    if crash {
-        phase2.push("--crash");
+    let phases = Phases {
+        names: RunNames::new(if crash { "crash" } else { "restart" }),
+        first: "restart-phase1",
+        second: "restart-phase2",
+        second_extra: if crash { &["--crash"] } else { &[] },
+    };
+    phases.run_around_a_restart(args, stop);
+}
+
+/// A scenario in two phases with the broker restarted between them; they share a state file.
+struct Phases {
+    names: RunNames,
+    first: &'static str,
+    second: &'static str,
+    second_extra: &'static [&'static str],
+}
+
+impl Phases {
+    fn run_around_a_restart(self, args: &[&str], stop: impl FnOnce(&mut Standalone)) {
+        let java = JavaScenarios::compile();
+        let mut broker = Standalone::start_with(SHARDS, args);
+        let state = java.state_file();
+        java.run(self.first, &broker, &self.names, &["--state", &state]);
+        stop(&mut broker);
+        broker.start_again();
+        let mut second = vec!["--state", state.as_str()];
+        second.extend_from_slice(self.second_extra);
+        java.run(self.second, &broker, &self.names, &second);
     }
-    java.run("restart-phase2", &broker, &names, &phase2);
+}
+
+/// SIGTERM, which must be a clean stop.
+fn clean_stop(broker: &mut Standalone) {
+    let status = broker.stop();
+    assert!(status.success(), "SIGTERM is a clean stop, got {status}");
 }
 
 #[test]
@@ -150,14 +176,7 @@ fn sync_async_oneway_and_batch_sends_reach_a_tag_subscribed_push_consumer_intact
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn messages_and_consumer_offsets_survive_a_clean_restart() {
-    restart_scenario(
-        &[],
-        |broker| {
-            let status = broker.stop();
-            assert!(status.success(), "SIGTERM is a clean stop, got {status}");
-        },
-        false,
-    );
+    restart_scenario(&[], clean_stop, false);
 }
 
 #[test]
@@ -172,13 +191,38 @@ fn clients_with_the_vip_channel_send_and_consume_on_the_port_below() {
     scenario_on_a_fresh_broker("produce-consume", &["--vip"]);
 }
 
-/// Skipped by scripts/test.sh until the broker has CONSUMER_SEND_MSG_BACK and delay levels
-/// (finding 3 in the compat notes): ringmq answers REQUEST_CODE_NOT_SUPPORTED and stores the
-/// client's fallback copy without its delay.
+/// RECONSUME_LATER: the message comes back through `%RETRY%group` at delay level 3 (10 s).
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn reconsume_later_redelivers_through_the_retry_topic_after_the_delay() {
     scenario_on_a_fresh_broker("retry", &[]);
+}
+
+/// maxReconsumeTimes 1: the second failure lands in `%DLQ%group`, consumed and queried intact.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn a_message_failed_past_max_reconsume_times_is_consumed_from_the_dlq() {
+    scenario_on_a_fresh_broker("dlq", &[]);
+}
+
+/// setDelayTimeLevel(2): delivered 5 ± 1 s after the send returned.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn a_level_2_message_arrives_five_seconds_after_its_send() {
+    scenario_on_a_fresh_broker("delay-level", &[]);
+}
+
+/// Level 4 (30 s) messages pending across a clean restart are delivered after it, once each.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn delayed_messages_pending_at_a_restart_are_delivered_after_it() {
+    let phases = Phases {
+        names: RunNames::new("delay_restart"),
+        first: "delay-restart-phase1",
+        second: "delay-restart-phase2",
+        second_extra: &[],
+    };
+    phases.run_around_a_restart(&[], clean_stop);
 }
 
 /// Skipped by scripts/test.sh until the broker holds half messages until END_TRANSACTION
@@ -199,6 +243,13 @@ fn broadcasting_consumers_of_one_group_each_get_every_message() {
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn an_orderly_consumer_locks_its_queues_and_gets_each_order_in_sequence() {
     scenario_on_a_fresh_broker("orderly", &[]);
+}
+
+/// 1 000 messages over 10 keys, two orderly consumers, a third joining then leaving.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn orderly_consumers_keep_each_keys_order_while_a_third_joins_and_leaves() {
+    scenario_on_a_fresh_broker("orderly-rebalance", &[]);
 }
 
 #[test]

@@ -38,6 +38,7 @@ impl BrokerShard {
         request: &RemotingCommand,
     ) -> BrokerResult<(usize, SendMessageRequestHeader)> {
         let mut header = SendMessageRequestHeader::decode_from(request)?;
+        self.redirect_exhausted_retry(&mut header).await?;
         if self.config().broker_permission & PERM_WRITE == 0 {
             return Err(BrokerError::NoPermission(format!(
                 "the broker[{}] sending message is forbidden",
@@ -66,19 +67,20 @@ impl BrokerShard {
         Ok((self.owner_of(&header.topic, queue_id), header))
     }
 
-    /// The request for another shard to store: `request` with the queue `route_send` chose.
+    /// The request for another shard to store: `request` with the queue `route_send` chose
+    /// (and the topic, which a retry past its maximum changed to the DLQ).
     pub(crate) fn forwarded_send(
         request: &RemotingCommand,
         header: &SendMessageRequestHeader,
     ) -> RemotingCommand {
         let mut forwarded = request.clone();
-        let key = match request.code {
-            code::SEND_MESSAGE => "queueId",
-            _ => "e",
+        let (queue_key, topic_key) = match request.code {
+            code::SEND_MESSAGE => ("queueId", "topic"),
+            _ => ("e", "b"),
         };
-        forwarded
-            .ext_fields
-            .insert(key.to_owned(), header.queue_id.to_string());
+        let fields = &mut forwarded.ext_fields;
+        fields.insert(queue_key.to_owned(), header.queue_id.to_string());
+        fields.insert(topic_key.to_owned(), header.topic.clone());
         forwarded
     }
 

@@ -15,7 +15,7 @@
 //! one append (a hop when another shard owns the target queue), no body copy (the body is the
 //! read record's bytes).
 
-use crate::broker::control::topics::{dlq_topic, retry_topic};
+use crate::broker::control::topics::{dlq_topic, retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::broker::control_plane::{ControlOp, ControlReply};
 use crate::broker::error::{BrokerError, BrokerResult};
 use crate::broker::placement::owner_of_offset;
@@ -25,7 +25,9 @@ use crate::protocol::body::subscription_group::SubscriptionGroupConfig;
 use crate::protocol::body::{TopicConfig, PERM_WRITE};
 use crate::protocol::codes::{request as code, response};
 use crate::protocol::command::RemotingCommand;
-use crate::protocol::header::{ConsumerSendMsgBackRequestHeader, ViewMessageRequestHeader};
+use crate::protocol::header::{
+    ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, ViewMessageRequestHeader,
+};
 use crate::protocol::message::record::{format_properties, properties_iter, Message, RecordView};
 use crate::protocol::message::{record_parts, OffsetMsgId};
 use bytes::Bytes;
@@ -96,6 +98,38 @@ impl BrokerShard {
         Ok(ok)
     }
 
+    /// Apache's `handleRetryAndDLQ`: a send to `%RETRY%group` (the consumer's own copy when
+    /// its send-back failed) whose reconsume times reached the maximum goes to `%DLQ%group`
+    /// queue 0 instead. Its properties are left as sent, DELAY included, as Apache stores
+    /// them: such a copy reaches the DLQ after its delay.
+    pub(crate) async fn redirect_exhausted_retry(
+        &self,
+        header: &mut SendMessageRequestHeader,
+    ) -> BrokerResult<()> {
+        let Some(group) = header.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
+            return Ok(());
+        };
+        let group = group.to_owned();
+        let config = self.subscription_group_for_pull(&group).await?;
+        let max_reconsume_times = header.max_reconsume_times.unwrap_or(config.retry_max_times);
+        if header.reconsume_times.unwrap_or(0) < max_reconsume_times {
+            return Ok(());
+        }
+        header.topic = self.dlq_for(&group).await?;
+        header.queue_id = DLQ_QUEUE_ID;
+        Ok(())
+    }
+
+    /// `%DLQ%group`, created if it does not exist yet.
+    async fn dlq_for(&self, group: &str) -> BrokerResult<String> {
+        let topic = dlq_topic(group);
+        if self.topic(&topic).is_none() {
+            let op = ControlOp::CreateDlqTopic(group.to_owned());
+            topic_reply(self.control_call(op).await?, &topic)?;
+        }
+        Ok(topic)
+    }
+
     /// Stores a send-back's copy in a queue this shard owns.
     pub(crate) async fn store_resent(&self, message: Message) -> BrokerResult<Reply> {
         if self.is_stopping() {
@@ -154,11 +188,8 @@ impl BrokerShard {
     ) -> BrokerResult<Destination> {
         let max_reconsume_times = header.max_reconsume_times.unwrap_or(group.retry_max_times);
         if original.reconsume_times() >= max_reconsume_times || header.delay_level < 0 {
-            let topic = dlq_topic(&header.group);
-            let op = ControlOp::CreateDlqTopic(header.group.clone());
-            topic_reply(self.control_call(op).await?, &topic)?;
             return Ok(Destination {
-                topic,
+                topic: self.dlq_for(&header.group).await?,
                 queue_id: DLQ_QUEUE_ID,
                 delay_level: 0,
             });

@@ -6,16 +6,17 @@
 # test tests/compat_java_client.rs runs the same scenarios against `ringmq standalone`.
 #
 # Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
-# produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, orderly,
-# lite-pull, transaction, broadcast (default: all). Needs Java 17+ and the jars in ~/.m2
+# produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, dlq,
+# delay-level, delay-restart, orderly, orderly-rebalance, lite-pull, transaction, broadcast
+# (default: all). Needs Java 17+ and the jars in ~/.m2
 # (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
 # Leaves nothing running and removes its temporary directory (KEEP_WORK=1 keeps it).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] ||
-    scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry orderly
-        lite-pull transaction broadcast)
+    scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry dlq
+        delay-level delay-restart orderly orderly-rebalance lite-pull transaction broadcast)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
@@ -134,13 +135,26 @@ for scenario in "${scenarios[@]}"; do
     topic="CompatTopic_$run" group="CompatGroup_$run" store="$work/store-$run"
     echo "== $scenario against Apache RocketMQ =="
     case "$scenario" in
-    produce-consume | rebalance | retry | orderly | lite-pull | transaction | broadcast)
+    produce-consume | rebalance | retry | dlq | delay-level | orderly | orderly-rebalance | \
+        lite-pull | transaction | broadcast)
         start_broker "$store" ASYNC_FLUSH
         run_java "$scenario" "$topic" "$group" || failed=1
         ;;
     produce-consume-vip)
         start_broker "$store" ASYNC_FLUSH
         run_java produce-consume "$topic" "$group" --vip || failed=1
+        ;;
+    delay-restart)
+        start_broker "$store" ASYNC_FLUSH
+        if run_java delay-restart-phase1 "$topic" "$group" --state "$work/state-$run"; then
+            kill -s TERM "$broker_pid"
+            wait "$broker_pid" 2>/dev/null || true
+            start_broker "$store" ASYNC_FLUSH
+            run_java delay-restart-phase2 "$topic" "$group" --state "$work/state-$run" ||
+                failed=1
+        else
+            failed=1
+        fi
         ;;
     restart | restart-crash)
         flush=ASYNC_FLUSH signal=TERM crash=()

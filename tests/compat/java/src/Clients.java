@@ -70,6 +70,12 @@ final class Clients {
      */
     static DefaultMQPushConsumer consumer(RingmqCompat.Args a, String group, String instance,
             String tags, MessageListener listener) throws Exception {
+        return consumerOf(a, a.topic(), group, instance, tags, listener);
+    }
+
+    /** As {@link #consumer}, subscribed to `topic` instead of the scenario's topic. */
+    static DefaultMQPushConsumer consumerOf(RingmqCompat.Args a, String topic, String group,
+            String instance, String tags, MessageListener listener) throws Exception {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(a.namesrv());
         consumer.setInstanceName(instance);
@@ -79,7 +85,7 @@ final class Clients {
         consumer.setPollNameServerInterval(CLIENT_PERIOD_MS);
         consumer.setHeartbeatBrokerInterval(CLIENT_PERIOD_MS);
         consumer.setPersistConsumerOffsetInterval(PERSIST_OFFSET_MS);
-        consumer.subscribe(a.topic(), tags);
+        consumer.subscribe(topic, tags);
         if (listener instanceof MessageListenerOrderly orderly) {
             consumer.registerMessageListener(orderly);
         } else {

@@ -6,15 +6,21 @@ import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /**
- * A push consumer answering RECONSUME_LATER gets each message again through its group's retry
- * topic (CONSUMER_SEND_MSG_BACK, delay level 1 = 1 s): same msgId, body, keys, tags and user
- * properties, the original topic, reconsumeTimes 1; and not a third time once it succeeds.
+ * A push consumer answering RECONSUME_LATER (leaving the delay to the broker) gets each message
+ * again through its group's retry topic (CONSUMER_SEND_MSG_BACK; the broker picks delay level
+ * 3 + reconsumeTimes = 3, 10 s): same msgId, body, keys, tags and user properties, the
+ * original topic, reconsumeTimes 1; and not a third time once it succeeds.
  */
 final class Retry {
-    /** Delay level of the retry: level 1 is 1 s in the broker's default messageDelayLevel. */
-    static final int DELAY_LEVEL = 1;
-    /** The delay of {@link #DELAY_LEVEL}: no redelivery may come sooner. */
-    static final long DELAY_MS = 1000;
+    /** 0: the listener leaves the delay level to the broker (the context's default). */
+    static final int DELAY_LEVEL = 0;
+    /** Level 3's delay (the broker's choice for a first retry): no redelivery may come sooner. */
+    static final long DELAY_MS = 10_000;
+    /**
+     * Level 4's delay: a redelivery later than this was scheduled at a later level than 3.
+     * The 20 s between the two is the room a loaded host gets.
+     */
+    static final long NEXT_LEVEL_DELAY_MS = 30_000;
     /** Messages sent, each consumed twice. */
     static final int MESSAGES = 8;
 
@@ -35,6 +41,7 @@ final class Retry {
         int firstIntact = 0;
         int retryIntact = 0;
         long soonestMs = Long.MAX_VALUE;
+        long latestMs = 0;
         for (Sent s : sent) {
             List<Received.Delivery> got = received.of(s.msgId());
             MessageExt first = got.get(0).msg();
@@ -42,6 +49,7 @@ final class Retry {
             // The broker stores the retry copy once the delay has passed (Apache keeps it in
             // SCHEDULE_TOPIC_XXXX until then), so its store time says whether it waited.
             soonestMs = Math.min(soonestMs, again.getStoreTimestamp() - got.get(0).atMs());
+            latestMs = Math.max(latestMs, got.get(1).atMs() - got.get(0).atMs());
             List<String> diffs = s.mismatches(a.topic(), first);
             if (diffs.isEmpty()) {
                 firstIntact++;
@@ -67,9 +75,10 @@ final class Retry {
         }
         Check.equal(MESSAGES, firstIntact, "first deliveries intact");
         Check.equal(MESSAGES, retryIntact, "redeliveries intact, from the retry topic");
-        Check.that(soonestMs >= DELAY_MS, "retry copies stored " + DELAY_MS + " ms (delay level "
-                + DELAY_LEVEL + ") or more after the first delivery; the soonest after "
-                + soonestMs + " ms");
+        Check.that(soonestMs >= DELAY_MS, "retry copies stored " + DELAY_MS + " ms (delay level"
+                + " 3) or more after the first delivery; the soonest after " + soonestMs + " ms");
+        Check.that(latestMs < NEXT_LEVEL_DELAY_MS, "retries delivered before level 4's "
+                + NEXT_LEVEL_DELAY_MS + " ms; the latest after " + latestMs + " ms");
         Map<String, Long> max = Clients.maxOffsets(producer, a.topic());
         Check.until("consumer consumed to the end of every queue", Clients.STATE_WAIT_MS,
                 () -> Clients.caughtUp(consumer, a.topic(), max),

@@ -9,7 +9,8 @@ import java.util.Map;
  *
  * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
  * [--crash] [--vip]. Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance,
- * retry, orderly, lite-pull, transaction, broadcast. --crash: the broker was killed between
+ * retry, dlq, delay-level, delay-restart-phase1, delay-restart-phase2, orderly,
+ * orderly-rebalance, lite-pull, transaction, broadcast. --crash: the broker was killed between
  * the restart phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
  * vipChannelEnabled do.
  */
@@ -44,7 +45,12 @@ public final class RingmqCompat {
                 case "restart-phase2" -> Restart.phase2(a);
                 case "rebalance" -> Rebalance.run(a);
                 case "retry" -> Retry.run(a);
+                case "dlq" -> DeadLetter.run(a);
+                case "delay-level" -> Delays.level(a);
+                case "delay-restart-phase1" -> Delays.restartPhase1(a);
+                case "delay-restart-phase2" -> Delays.restartPhase2(a);
                 case "orderly" -> Orderly.run(a);
+                case "orderly-rebalance" -> OrderlyRebalance.run(a);
                 case "lite-pull" -> LitePull.run(a);
                 case "transaction" -> Transaction.run(a);
                 case "broadcast" -> Broadcast.run(a);
@@ -100,7 +106,8 @@ public final class RingmqCompat {
 
     private static void usage(String why) {
         System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
-                + "|restart-phase2|rebalance|retry|orderly|lite-pull|transaction|broadcast"
+                + "|restart-phase2|rebalance|retry|dlq|delay-level|delay-restart-phase1"
+                + "|delay-restart-phase2|orderly|orderly-rebalance|lite-pull|transaction|broadcast"
                 + " --namesrv HOST:PORT"
                 + " --topic T --group G"
                 + " [--state FILE] [--crash] [--vip]");

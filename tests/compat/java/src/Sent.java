@@ -88,8 +88,9 @@ record Sent(String how, String msgId, String offsetMsgId, String brokerName, int
     }
 
     /**
-     * This message as redelivered from the group's retry topic: same id, content and
-     * properties, but its queue, offset and offsetMsgId are the retry topic's.
+     * This message as stored again by the broker (redelivered from the group's retry topic or
+     * dead-letter topic, or delivered by the delay-level schedule): same id, content and
+     * properties, but its queue, offset and offsetMsgId are the new copy's.
      */
     Sent retried() {
         return new Sent(how, msgId, null, null, UNKNOWN, UNKNOWN, tags, keys, body, props);
