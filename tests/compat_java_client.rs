@@ -245,6 +245,14 @@ fn an_orderly_consumer_locks_its_queues_and_gets_each_order_in_sequence() {
     scenario_on_a_fresh_broker("orderly", &[]);
 }
 
+/// SUSPEND_CURRENT_QUEUE_A_MOMENT: the queue waits, the message comes again, past the
+/// maximum the client's own send puts it in `%DLQ%group`.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn an_orderly_consumer_suspending_a_message_retries_it_in_place_then_dead_letters_it() {
+    scenario_on_a_fresh_broker("orderly-suspend", &[]);
+}
+
 /// 1 000 messages over 10 keys, two orderly consumers, a third joining then leaving.
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]

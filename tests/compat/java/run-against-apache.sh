@@ -7,8 +7,8 @@
 #
 # Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
 # produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, dlq,
-# delay-level, delay-restart, orderly, orderly-rebalance, lite-pull, transaction, broadcast
-# (default: all). Needs Java 17+ and the jars in ~/.m2
+# delay-level, delay-restart, orderly, orderly-rebalance, orderly-suspend, lite-pull,
+# transaction, broadcast (default: all). Needs Java 17+ and the jars in ~/.m2
 # (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
 # Leaves nothing running and removes its temporary directory (KEEP_WORK=1 keeps it).
 set -euo pipefail
@@ -16,7 +16,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] ||
     scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry dlq
-        delay-level delay-restart orderly orderly-rebalance lite-pull transaction broadcast)
+        delay-level delay-restart orderly orderly-rebalance orderly-suspend lite-pull transaction
+        broadcast)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
@@ -136,7 +137,7 @@ for scenario in "${scenarios[@]}"; do
     echo "== $scenario against Apache RocketMQ =="
     case "$scenario" in
     produce-consume | rebalance | retry | dlq | delay-level | orderly | orderly-rebalance | \
-        lite-pull | transaction | broadcast)
+        orderly-suspend | lite-pull | transaction | broadcast)
         start_broker "$store" ASYNC_FLUSH
         run_java "$scenario" "$topic" "$group" || failed=1
         ;;

@@ -10,7 +10,7 @@ import java.util.Map;
  * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
  * [--crash] [--vip]. Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance,
  * retry, dlq, delay-level, delay-restart-phase1, delay-restart-phase2, orderly,
- * orderly-rebalance, lite-pull, transaction, broadcast. --crash: the broker was killed between
+ * orderly-rebalance, orderly-suspend, lite-pull, transaction, broadcast. --crash: the broker was killed between
  * the restart phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
  * vipChannelEnabled do.
  */
@@ -51,6 +51,7 @@ public final class RingmqCompat {
                 case "delay-restart-phase2" -> Delays.restartPhase2(a);
                 case "orderly" -> Orderly.run(a);
                 case "orderly-rebalance" -> OrderlyRebalance.run(a);
+                case "orderly-suspend" -> OrderlySuspend.run(a);
                 case "lite-pull" -> LitePull.run(a);
                 case "transaction" -> Transaction.run(a);
                 case "broadcast" -> Broadcast.run(a);
@@ -107,7 +108,8 @@ public final class RingmqCompat {
     private static void usage(String why) {
         System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
                 + "|restart-phase2|rebalance|retry|dlq|delay-level|delay-restart-phase1"
-                + "|delay-restart-phase2|orderly|orderly-rebalance|lite-pull|transaction|broadcast"
+                + "|delay-restart-phase2|orderly|orderly-rebalance"
+                + "|orderly-suspend|lite-pull|transaction|broadcast"
                 + " --namesrv HOST:PORT"
                 + " --topic T --group G"
                 + " [--state FILE] [--crash] [--vip]");
