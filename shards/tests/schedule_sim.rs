@@ -374,3 +374,40 @@ fn recovery_rebuilds_the_schedule_queue_with_due_times() {
         );
     });
 }
+
+#[test]
+fn a_turn_delivers_a_bounded_batch() {
+    block_on(async {
+        let (disk, clock) = (SimDisk::new(8, 64 << 20), SimClock::new(T0));
+        let shard = open(&disk, &clock).await;
+        for i in 0..100 {
+            send(&shard, 0, &format!("m{i:03}"), "1").await;
+        }
+        set_clock(&clock, T0 + 1_000);
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            got.push(shard.deliver_due(1).await.unwrap());
+        }
+        let expected = [
+            DeliveryTurn::Delivered(64), // DELIVERY_BATCH_MAX
+            DeliveryTurn::Delivered(36),
+            DeliveryTurn::Drained(100),
+        ];
+        assert_eq!(got, expected);
+        // Bytes bound too: this config's largest entry is 32 KiB, so two 12 KiB bodies a turn.
+        let big = "x".repeat(12 << 10);
+        for _ in 0..3 {
+            send(&shard, 1, &big, "1").await;
+        }
+        set_clock(&clock, T0 + 2_000);
+        assert_eq!(
+            shard.deliver_due(1).await.unwrap(),
+            DeliveryTurn::Delivered(2)
+        );
+        assert_eq!(
+            shard.deliver_due(1).await.unwrap(),
+            DeliveryTurn::Delivered(1)
+        );
+        assert_eq!(records(&shard, REAL, 1).await.len(), 3);
+    });
+}

@@ -157,16 +157,24 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             return Ok(DeliveryTurn::Drained(offset));
         }
         let now = self.clock.now_ms();
+        let budget = DELIVERY_BATCH_BYTES_MAX.min(self.config.entry_bytes_max());
         let (head, due): (CqEntry, Vec<CqEntry>) = {
             let queues = self.queues.borrow();
             let entries = &queues
                 .get(SCHEDULE_TOPIC, queue_id)
                 .expect("a queue with entries exists")
                 .entries[offset as usize..end as usize];
+            // Read no more than one batch's bytes (the first record in any case).
+            let mut read_bytes = 0;
             let due = entries
                 .iter()
                 .take(DELIVERY_BATCH_MAX)
                 .take_while(|e| due_at(now, e.tag_hash, delay_ms) <= now)
+                .take_while(|e| {
+                    let first = read_bytes == 0;
+                    read_bytes += e.size as usize;
+                    first || read_bytes <= budget
+                })
                 .copied()
                 .collect();
             (entries[0], due)
@@ -176,7 +184,6 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         }
         let chosen: Vec<(u64, usize)> = due.iter().map(|e| (e.local, e.size as usize)).collect();
         let records = self.log.read_records(&chosen).await?;
-        let budget = DELIVERY_BATCH_BYTES_MAX.min(self.config.entry_bytes_max());
         let (mut messages, mut bytes, mut taken) = (Vec::new(), 0, 0);
         for (i, record) in records.into_iter().enumerate() {
             match self.delivery_of(record) {
