@@ -28,6 +28,16 @@ const RETRY_ARRIVAL_WAIT: Duration = Duration::from_secs(60);
 /// Each wait for the retry copy is a long poll of this long, repeated until the bound above.
 const LONG_POLL_MS: i64 = 5_000;
 
+/// Delay level 1 in the default messageDelayLevel.
+const LEVEL_1_MS: i64 = 1_000;
+
+fn now_ms() -> i64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970");
+    since_epoch.as_millis() as i64
+}
+
 /// broker.conf for the test's broker: groups must be created first, so an unknown one is
 /// refused as on an Apache broker with autoCreateSubscriptionGroup=false.
 const BROKER_CONF: &str = "autoCreateSubscriptionGroup=false\n";
@@ -134,7 +144,8 @@ fn send_back_retries_through_the_retry_topic_then_the_dlq_and_refuses_bad_reques
         let original_id = OffsetMsgId::parse(&sent.msg_id).unwrap();
         let original = first_record(&client, TOPIC, 1).await;
 
-        // First failure: to %RETRY%GROUP with delay level 1.
+        // First failure: to %RETRY%GROUP with delay level 1 (1 s), through the schedule.
+        let asked_ms = now_ms();
         let back = call(
             &client,
             send_back(original_id.commit_log_offset, GROUP, 1, Some(2)),
@@ -156,6 +167,15 @@ fn send_back_retries_through_the_retry_topic_then_the_dlq_and_refuses_bad_reques
         assert_eq!(
             retried.property("ORIGIN_MESSAGE_ID"),
             Some(sent.msg_id.as_str())
+        );
+        // Delivered by the delay-level schedule: REAL_TOPIC kept and DELAY dropped as Apache's
+        // messageTimeup does, and stored no sooner than level 1 after the request was made.
+        assert_eq!(retried.property("REAL_TOPIC"), Some(retry_topic.as_str()));
+        assert_eq!(retried.property("DELAY"), None);
+        assert!(
+            retried.store_timestamp_ms() >= asked_ms + LEVEL_1_MS,
+            "stored at {} for a send-back asked at {asked_ms}",
+            retried.store_timestamp_ms()
         );
 
         // Second failure with maxReconsumeTimes 1: to %DLQ%GROUP at once, the first topic and

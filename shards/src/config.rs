@@ -4,6 +4,7 @@ use crate::error::StoreError;
 use crate::io::BLOCK_BYTES;
 use crate::offset::SHARD_ID_MAX;
 use crate::record::RECORD_BYTES_MAX;
+use crate::schedule::DelayLevels;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -87,6 +88,9 @@ pub struct ShardConfig {
     pub log: LogConfig,
     pub queue_waiters_max: usize,
     pub index_entries_max: usize,
+    /// `messageDelayLevel`: what the schedule topic's tagsCodes and delivery are computed
+    /// from.
+    pub delay_levels: DelayLevels,
 }
 
 impl ShardConfig {
@@ -99,6 +103,7 @@ impl ShardConfig {
             log: LogConfig::default(),
             queue_waiters_max: QUEUE_WAITERS_MAX_DEFAULT,
             index_entries_max: INDEX_ENTRIES_MAX_DEFAULT,
+            delay_levels: DelayLevels::default(),
         }
     }
 

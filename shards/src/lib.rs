@@ -20,6 +20,7 @@ pub mod offset;
 pub mod real_io;
 pub mod record;
 mod recovery;
+pub mod schedule;
 pub mod shard;
 pub mod sim_io;
 
@@ -29,5 +30,6 @@ pub use io::{Clock, Disk, DiskFile};
 pub use key_index::KeyQuery;
 pub use offset::PhysicalOffset;
 pub use real_io::{Durability, RealClock, RealDisk};
-pub use shard::{AppendResult, QueueRead, QueueReadRequest, Shard};
+pub use schedule::DelayLevels;
+pub use shard::{AppendResult, DeliveryTurn, QueueRead, QueueReadRequest, Shard};
 pub use sim_io::{SimClock, SimDisk, SimRng};

@@ -25,10 +25,14 @@ use crate::record::{
 };
 use crate::recovery::scan_log;
 use bytes::Bytes;
+use schedule_delivery::ScheduleProgress;
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
+
+mod schedule_delivery;
+pub use schedule_delivery::DeliveryTurn;
 
 /// Most entries one queue read looks at when filtering by tag (RocketMQ's
 /// `maxFilterMessageCount` is 16 000), so a selective filter cannot scan a queue unbounded.
@@ -153,6 +157,8 @@ pub struct Shard<D: Disk, C: Clock> {
     queues: RefCell<QueueMap<D::File>>,
     index: RefCell<KeyIndex<D::File>>,
     offsets: RefCell<ConsumerOffsets>,
+    /// Delivery progress of the delay levels (next offset of each schedule queue).
+    schedule: RefCell<ScheduleProgress>,
     checkpoint_seq: Cell<u64>,
     persisting: Cell<bool>,
     persisted: Event,
@@ -225,6 +231,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             checkpoint.log,
             |view, local| {
                 let physical = PhysicalOffset::new(shard_id, local).to_wire();
+                let tag_hash = config.delay_levels.tags_code(
+                    view.topic(),
+                    view.queue_id(),
+                    view.store_timestamp_ms(),
+                    view.tag_hash_code(),
+                );
                 let queue = queues.get_or_create(view.topic(), view.queue_id());
                 if view.queue_offset() != queue.entries.len() as i64
                     || view.physical_offset() != physical
@@ -234,7 +246,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 queue.entries.push(CqEntry {
                     local,
                     size: view.total_size() as u32,
-                    tag_hash: view.tag_hash_code(),
+                    tag_hash,
                 });
                 let hit = KeyHit {
                     local,
@@ -258,6 +270,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             Some((seq, payload)) => ConsumerOffsets::decode(seq, &payload)?,
             None => ConsumerOffsets::default(),
         };
+        let schedule = ScheduleProgress::load(&disk, dir, &config.delay_levels, &queues).await?;
         Ok(Self {
             config,
             disk,
@@ -266,6 +279,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             queues: RefCell::new(queues),
             index: RefCell::new(index),
             offsets: RefCell::new(offsets),
+            schedule: RefCell::new(schedule),
             checkpoint_seq: Cell::new(checkpoint_seq),
             persisting: Cell::new(false),
             persisted: Event::default(),
@@ -310,6 +324,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
                 let queue = queues.get_or_create(&message.topic, message.queue_id);
                 let queue_offset = queue.entries.len() as i64;
+                let tag_hash = self.config.delay_levels.tags_code(
+                    &message.topic,
+                    message.queue_id,
+                    now,
+                    tag_hash,
+                );
                 let store = StoreFields {
                     queue_offset,
                     physical_offset: physical,
@@ -580,6 +600,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     }
 
     async fn persist_once(&self) -> Result<()> {
+        self.persist_schedule_progress().await?;
         let offsets = {
             let offsets = self.offsets.borrow();
             (offsets.changes != offsets.changes_persisted)

@@ -3,10 +3,10 @@
 
 mod common;
 
-use common::{config, message};
+use common::{all, config, message};
 use futures_lite::future::{block_on, zip};
 use ringmq_shards::record::RecordView;
-use ringmq_shards::{FlushMode, KeyQuery, QueueReadRequest, Shard, SimClock, SimDisk, StoreError};
+use ringmq_shards::{FlushMode, KeyQuery, Shard, SimClock, SimDisk, StoreError};
 use std::path::Path;
 
 type SimShard = Shard<SimDisk, SimClock>;
@@ -25,17 +25,6 @@ fn key(key: &str, begin_ms: i64, end_ms: i64, max: usize) -> KeyQuery<'_> {
         begin_ms,
         end_ms,
         max,
-    }
-}
-
-fn all(topic: &str, queue_id: i32) -> QueueReadRequest<'_> {
-    QueueReadRequest {
-        topic,
-        queue_id,
-        offset: 0,
-        max_count: 1000,
-        max_bytes: usize::MAX,
-        tag_filter: None,
     }
 }
 

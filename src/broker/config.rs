@@ -11,6 +11,7 @@ use crate::protocol::body::{PERM_INHERIT, PERM_READ, PERM_WRITE};
 use ringmq_shards::config::FlushMode;
 use ringmq_shards::offset::SHARD_ID_MAX;
 use ringmq_shards::record::BODY_BYTES_MAX;
+use ringmq_shards::DelayLevels;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -41,9 +42,6 @@ pub const MESSAGE_BYTES_MAX_DEFAULT: usize = 4 << 20;
 pub const REGISTER_PERIOD_DEFAULT: Duration = Duration::from_secs(30);
 /// Apache's `fileReservedTime` (72 h): commit-log segments older than this are deleted.
 pub const FILE_RESERVED_HOURS_DEFAULT: u64 = 72;
-/// Apache's `messageDelayLevel`: the 18 delay levels of scheduled messages.
-pub const MESSAGE_DELAY_LEVEL_DEFAULT: &str =
-    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 /// A broker.conf is a few dozen lines; the bound keeps a wrong `-c` (a log file, a device)
 /// from being read into memory whole.
 pub const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;
@@ -154,8 +152,8 @@ pub struct BrokerConfig {
     pub register_period: Duration,
     /// `brokerPermission`: PermName bits the broker grants all its topics.
     pub broker_permission: i32,
-    /// `messageDelayLevel`, kept as written until scheduled messages interpret it.
-    pub message_delay_level: String,
+    /// `messageDelayLevel`: the delay of each level of scheduled messages.
+    pub message_delay_level: DelayLevels,
     /// `fileReservedTime` (hours in the file).
     pub file_reserved_time: Duration,
     /// Shards (ringmq's own key `shards`).
@@ -238,7 +236,7 @@ impl BrokerConfig {
             message_bytes_max: MESSAGE_BYTES_MAX_DEFAULT,
             register_period: REGISTER_PERIOD_DEFAULT,
             broker_permission: PERM_READ | PERM_WRITE,
-            message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.to_owned(),
+            message_delay_level: DelayLevels::default(),
             file_reserved_time: Duration::from_secs(FILE_RESERVED_HOURS_DEFAULT * 3600),
             shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
             unknown_keys: BTreeMap::new(),
@@ -300,7 +298,10 @@ impl BrokerConfig {
                     0..=PERM_READ | PERM_WRITE | PERM_INHERIT,
                 )?
             }
-            "messageDelayLevel" => self.message_delay_level = value,
+            "messageDelayLevel" => {
+                self.message_delay_level =
+                    DelayLevels::parse(&value).map_err(|e| at.bad("messageDelayLevel", e))?
+            }
             "fileReservedTime" => {
                 let hours = at.number("fileReservedTime", 1..=u32::MAX as u64)?;
                 self.file_reserved_time = Duration::from_secs(hours * 3600);
@@ -594,7 +595,7 @@ flushDiskType=ASYNC_FLUSH
             assert_eq!(config.message_bytes_max, 4 << 20);
             assert_eq!(config.register_period, Duration::from_secs(30));
             assert_eq!(config.broker_permission, 6);
-            assert_eq!(config.message_delay_level.split(' ').count(), 18);
+            assert_eq!(config.message_delay_level.count(), 18);
             assert!(!config.broker_ip1.is_unspecified());
         }
     }
@@ -707,6 +708,8 @@ flushDiskType=ASYNC_FLUSH
             ("brokerName=a b", "brokerName"),
             ("shards=0", "shards"),
             ("storePathRootDir=", "storePathRootDir"),
+            ("messageDelayLevel=1s 5q", "messageDelayLevel"),
+            ("messageDelayLevel=", "messageDelayLevel"),
         ];
         for (line, expected_key) in cases {
             let path = conf_file("bad.conf", line);

@@ -214,6 +214,7 @@ async fn open_store(id: usize, config: &BrokerConfig) -> ringmq_shards::error::R
     let mut shard_config = ShardConfig::new(dir, id as u16, config.advertised_addr());
     shard_config.log.flush_mode = config.flush_mode;
     shard_config.log.segment_bytes = config.commit_log_segment_bytes;
+    shard_config.delay_levels = config.message_delay_level.clone();
     // SYNC_FLUSH acknowledges after the write is durable: O_DSYNC writes measured fastest
     // for that (docs/STORAGE.md); ASYNC_FLUSH keeps write + fdatasync behind the acks.
     let durability = match config.flush_mode {
@@ -228,6 +229,11 @@ fn spawn_background(shard: &Rc<BrokerShard>) {
     glommio::spawn_local(async move { s.store().run_flusher().await }).detach();
     let s = shard.clone();
     glommio::spawn_local(async move { s.store().run_persister(PERSIST_INTERVAL).await }).detach();
+    // Each shard delivers the scheduled messages it stores, one task per delay level.
+    for level in 1..=shard.config().message_delay_level.count() {
+        let s = shard.clone();
+        glommio::spawn_local(async move { s.store().run_delay_level(level).await }).detach();
+    }
     if shard.control().is_some() {
         let s = shard.clone();
         glommio::spawn_local(async move {

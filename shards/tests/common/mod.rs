@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use ringmq_shards::record::{format_properties, Message};
-use ringmq_shards::{FlushMode, ShardConfig};
+use ringmq_shards::{FlushMode, QueueReadRequest, ShardConfig};
 use std::path::Path;
 
 pub const STORE_HOST: &str = "127.0.0.1:10911";
@@ -45,4 +45,16 @@ pub fn config(dir: &Path, mode: FlushMode, segment_bytes: u64) -> ShardConfig {
     config.log.hot_tail_bytes_max = 64 << 10;
     config.log.group_commit_bytes_max = 16 << 10;
     config
+}
+
+/// A read of a whole (small) queue from its start.
+pub fn all(topic: &str, queue_id: i32) -> QueueReadRequest<'_> {
+    QueueReadRequest {
+        topic,
+        queue_id,
+        offset: 0,
+        max_count: 1000,
+        max_bytes: usize::MAX,
+        tag_filter: None,
+    }
 }

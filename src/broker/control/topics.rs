@@ -31,7 +31,7 @@ pub const RETRY_OR_DLQ_TOPIC_CHARS_MAX: usize = 255;
 
 /// The topic producers name as `defaultTopic` to have topics created on first send.
 pub const AUTO_CREATE_TOPIC: &str = "TBW102";
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+pub use ringmq_shards::schedule::SCHEDULE_TOPIC;
 pub const BENCHMARK_TOPIC: &str = "BenchmarkTest";
 pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
 pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";

@@ -262,7 +262,7 @@ fn config_properties(config: &BrokerConfig) -> String {
             config.register_period.as_millis().to_string(),
         ),
         ("brokerPermission", config.broker_permission.to_string()),
-        ("messageDelayLevel", config.message_delay_level.clone()),
+        ("messageDelayLevel", config.message_delay_level.to_string()),
         (
             "fileReservedTime",
             (config.file_reserved_time.as_secs() / SECONDS_PER_HOUR).to_string(),

@@ -14,6 +14,7 @@ use crate::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeade
 use crate::protocol::message::record::{find_property, format_properties, property, Message};
 use crate::protocol::message::{decode_batch, OffsetMsgId};
 use bytes::Bytes;
+use ringmq_shards::schedule::property_name::DELAY;
 use ringmq_shards::AppendResult;
 
 /// Property the Java broker (4.9+) adds to every stored message: the cluster that stored it.
@@ -115,16 +116,36 @@ impl BrokerShard {
             return Err(BrokerError::ShuttingDown);
         }
         let batch = request.code == code::SEND_BATCH_MESSAGE || header.batch == Some(true);
+        let properties = header.properties.as_deref().unwrap_or("");
         let messages = if batch {
+            // Apache refuses a delayed batch (CommitLog.asyncPutMessages).
+            if find_property(properties, DELAY).is_some_and(|d| d.parse().is_ok_and(|n: i32| n > 0))
+            {
+                return Err(BrokerError::MessageIllegal(
+                    "a batch cannot be delayed".into(),
+                ));
+            }
             self.batch_messages(origin, header, request.body.clone())?
         } else {
             self.limits().check_body(request.body.len())?;
-            let properties = header.properties.as_deref().unwrap_or("");
-            vec![self.message(origin, header, request.body.clone(), 0, properties)]
+            let mut message = self.message(origin, header, request.body.clone(), 0, properties);
+            self.schedule_if_delayed(&mut message)?;
+            vec![message]
         };
         let results = self.store().append_batch(&messages).await?;
         self.count_put(results.len(), results.iter().map(|r| r.wrote_bytes).sum());
-        Ok(self.send_response(request, &messages, &results))
+        Ok(self.send_response(request, header, &messages, &results))
+    }
+
+    /// Turns a message asking for DELAY=n>0 into its SCHEDULE_TOPIC_XXXX record, stored on
+    /// this shard (the owner of its real queue), which delivers it when due. Every path that
+    /// stores a message a client may have delayed calls this before the append.
+    pub(crate) fn schedule_if_delayed(&self, message: &mut Message) -> BrokerResult<()> {
+        self.config()
+            .message_delay_level
+            .schedule(message)
+            .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        Ok(())
     }
 
     fn batch_messages(
@@ -190,9 +211,12 @@ impl BrokerShard {
         }
     }
 
+    /// Answers as Apache: a delayed message's queueId is the one it was sent to, its
+    /// queueOffset and msgId those of its schedule record.
     fn send_response(
         &self,
         request: &RemotingCommand,
+        sent: &SendMessageRequestHeader,
         messages: &[Message],
         results: &[AppendResult],
     ) -> RemotingCommand {
@@ -218,7 +242,7 @@ impl BrokerShard {
             .join(",");
         let header = SendMessageResponseHeader {
             msg_id,
-            queue_id: messages[0].queue_id,
+            queue_id: sent.queue_id,
             queue_offset: results[0].queue_offset,
             transaction_id: Some(uniq_keys),
             batch_uniq_id: None,

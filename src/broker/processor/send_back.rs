@@ -40,7 +40,7 @@ pub mod property {
     /// The offset message id of the first failed copy.
     pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
     /// The delay level the copy waits for before it is delivered (0: none).
-    pub const DELAY: &str = "DELAY";
+    pub use ringmq_shards::schedule::property_name::DELAY;
     /// Apache's send-back sets `waitStoreMsgOK = false` on the copy: it is stored as "false".
     pub const WAIT: &str = "WAIT";
 }
@@ -130,11 +130,13 @@ impl BrokerShard {
         Ok(topic)
     }
 
-    /// Stores a send-back's copy in a queue this shard owns.
-    pub(crate) async fn store_resent(&self, message: Message) -> BrokerResult<Reply> {
+    /// Stores a send-back's copy in a queue this shard owns: in this shard's schedule first
+    /// when it has a delay.
+    pub(crate) async fn store_resent(&self, mut message: Message) -> BrokerResult<Reply> {
         if self.is_stopping() {
             return Err(BrokerError::ShuttingDown);
         }
+        self.schedule_if_delayed(&mut message)?;
         let result = self.store().append(&message).await?;
         self.count_put(1, result.wrote_bytes);
         Ok(Reply::Done)

@@ -1,0 +1,160 @@
+//! Delay levels against a real broker process: a delayed send is answered as Apache answers
+//! it, is not in its real queue at once, arrives there when due with its properties restored,
+//! and a message due in two hours is neither delivered nor lost across a SIGTERM restart.
+
+mod broker_support;
+
+use broker_support::process_support::TempDir;
+use broker_support::requests::{call, create_topic, pull, send};
+use broker_support::Standalone;
+use ringmq::client::{block_on, RemotingClient};
+use ringmq::protocol::codes::{request as code, response};
+use ringmq::protocol::command::RemotingCommand;
+use ringmq::protocol::header::{SendMessageResponseHeader, ViewMessageRequestHeader};
+use ringmq::protocol::message::record::RecordView;
+use ringmq::protocol::message::{split_records, OffsetMsgId};
+
+const TOPIC: &str = "Delayed";
+const GROUP: &str = "DelayGroup";
+/// Level 1 is 3 s here (Apache's table otherwise): long enough that a pull right after the
+/// send comes before it on a loaded machine, short enough to wait for.
+const LEVELS: &str = "3s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+/// Long polls a test makes for a due message; each is held up to [`HOLD_MS`], so the wait
+/// for one delivery is bounded (about a minute) even on a loaded machine.
+const LONG_POLLS_MAX: usize = 4;
+const HOLD_MS: i64 = 15_000;
+
+fn records(response: &RemotingCommand) -> Vec<RecordView> {
+    split_records(response.body.clone())
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// Sends `body` with DELAY=`level` to `queue_id`; returns the response header.
+async fn send_delayed(
+    client: &RemotingClient,
+    queue_id: i32,
+    body: &str,
+    level: &str,
+) -> SendMessageResponseHeader {
+    let keys = format!("key-{body}");
+    let props = [("TAGS", "TagD"), ("KEYS", keys.as_str()), ("DELAY", level)];
+    let resp = call(client, send(TOPIC, queue_id, body.as_bytes(), &props)).await;
+    assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+    let header: SendMessageResponseHeader = resp.decode_header().unwrap();
+    // As Apache: the queue it was sent to, with the schedule record's offset and id.
+    assert_eq!(header.queue_id, queue_id);
+    header
+}
+
+/// What the real queue holds now (no hold).
+async fn now_in(client: &RemotingClient, queue_id: i32) -> Vec<RecordView> {
+    let got = call(client, pull(GROUP, TOPIC, queue_id, 0, Some("*"), 0)).await;
+    match got.code {
+        response::SUCCESS => records(&got),
+        code => {
+            assert_eq!(code, response::PULL_NOT_FOUND, "{:?}", got.remark);
+            Vec::new()
+        }
+    }
+}
+
+/// Long-polls the real queue until it holds a record, at most [`LONG_POLLS_MAX`] times.
+async fn arrival(client: &RemotingClient, queue_id: i32) -> RecordView {
+    for _ in 0..LONG_POLLS_MAX {
+        let got = call(client, pull(GROUP, TOPIC, queue_id, 0, Some("*"), HOLD_MS)).await;
+        if got.code == response::SUCCESS {
+            let mut got = records(&got);
+            assert_eq!(got.len(), 1, "delivered once");
+            return got.remove(0);
+        }
+    }
+    panic!("queue {queue_id}: nothing delivered after {LONG_POLLS_MAX} long polls");
+}
+
+fn check_restored(record: &RecordView, queue_id: i32, body: &str) {
+    assert_eq!((record.topic(), record.queue_id()), (TOPIC, queue_id));
+    assert_eq!(record.body(), body.as_bytes());
+    assert_eq!(record.property("TAGS"), Some("TagD"));
+    assert_eq!(
+        record.property("KEYS"),
+        Some(format!("key-{body}").as_str())
+    );
+    assert_eq!(record.property("REAL_TOPIC"), Some(TOPIC));
+    assert_eq!(
+        record.property("REAL_QID"),
+        Some(queue_id.to_string().as_str())
+    );
+    assert_eq!(record.property("DELAY"), None);
+}
+
+/// The schedule record behind a send response, by its msgId (VIEW_MESSAGE_BY_ID).
+async fn schedule_record(client: &RemotingClient, sent: &SendMessageResponseHeader) -> RecordView {
+    let offset = OffsetMsgId::parse(&sent.msg_id).unwrap().commit_log_offset;
+    let request =
+        RemotingCommand::request(code::VIEW_MESSAGE_BY_ID).with_header(&ViewMessageRequestHeader {
+            topic: None,
+            offset,
+        });
+    let got = call(client, request).await;
+    assert_eq!(got.code, response::SUCCESS, "{:?}", got.remark);
+    records(&got).remove(0)
+}
+
+#[test]
+fn delayed_messages_arrive_when_due_and_survive_a_restart() {
+    let conf = TempDir::new("delay-conf");
+    let conf_path = conf.path().join("broker.conf");
+    std::fs::write(&conf_path, format!("messageDelayLevel={LEVELS}\n")).unwrap();
+    let conf_arg = conf_path.to_str().unwrap();
+    let mut broker = Standalone::start_with(2, &["-c", conf_arg]);
+    let addr = broker.broker_addr.clone();
+    let late = block_on(async {
+        let client = RemotingClient::connect(&addr).await.unwrap();
+        let created = call(&client, create_topic(TOPIC, 4)).await;
+        assert_eq!(created.code, response::SUCCESS, "{:?}", created.remark);
+        let soon = send_delayed(&client, 1, "soon", "1").await;
+        let late = send_delayed(&client, 2, "late", "18").await;
+        assert!(
+            now_in(&client, 1).await.is_empty(),
+            "DELAY=1 is not there at once"
+        );
+        let stored = schedule_record(&client, &soon).await;
+        assert_eq!(
+            (stored.topic(), stored.queue_id()),
+            ("SCHEDULE_TOPIC_XXXX", 0)
+        );
+        assert_eq!(stored.property("DELAY"), Some("1"));
+        assert_eq!(soon.queue_offset, stored.queue_offset());
+        check_restored(&arrival(&client, 1).await, 1, "soon");
+        assert!(
+            now_in(&client, 2).await.is_empty(),
+            "DELAY=18 is two hours away"
+        );
+        // Pending over the restart: sent, then the broker stops at once.
+        send_delayed(&client, 3, "pending", "2").await;
+        late
+    })
+    .unwrap();
+    broker.stop();
+    broker.start_again();
+    block_on(async {
+        let client = RemotingClient::connect(&addr).await.unwrap();
+        check_restored(&arrival(&client, 3).await, 3, "pending");
+        let delivered = now_in(&client, 1).await;
+        assert_eq!(delivered.len(), 1, "a clean restart does not deliver again");
+        assert!(
+            now_in(&client, 2).await.is_empty(),
+            "DELAY=18 still pending"
+        );
+        let kept = schedule_record(&client, &late).await;
+        assert_eq!(
+            kept.property("REAL_QID"),
+            Some("2"),
+            "the 2 h message is kept"
+        );
+        assert_eq!(kept.queue_id(), 17);
+    })
+    .unwrap();
+    broker.stop();
+}
