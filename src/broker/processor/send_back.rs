@@ -87,7 +87,7 @@ impl BrokerShard {
             )));
         }
         let original = self.original(origin, header.offset).await?;
-        let destination = self.destination(&header, &group, &original).await?;
+        let destination = self.destination(&header, &group, &retry, &original).await?;
         let message = resent(&original, &destination);
         let owner = self.owner_of(&destination.topic, destination.queue_id);
         if owner == self.id() {
@@ -181,11 +181,13 @@ impl BrokerShard {
         RecordView::parse(bytes).map_err(|_| not_found())
     }
 
-    /// The retry queue with its delay, or the DLQ once the message has been retried enough.
+    /// A queue of `retry` with the copy's delay, or the DLQ once the message has been retried
+    /// enough.
     async fn destination(
         &self,
         header: &ConsumerSendMsgBackRequestHeader,
         group: &SubscriptionGroupConfig,
+        retry: &TopicConfig,
         original: &RecordView,
     ) -> BrokerResult<Destination> {
         let max_reconsume_times = header.max_reconsume_times.unwrap_or(group.retry_max_times);
@@ -197,12 +199,14 @@ impl BrokerShard {
             });
         }
         let delay_level = match header.delay_level {
-            0 => DELAY_LEVEL_FIRST_RETRY + original.reconsume_times(),
+            // Saturating: the count comes from a stored record; the schedule clamps the level.
+            0 => DELAY_LEVEL_FIRST_RETRY.saturating_add(original.reconsume_times()),
             asked => asked,
         };
         Ok(Destination {
-            topic: retry_topic(&header.group),
-            queue_id: self.pick_queue(group.retry_queue_nums),
+            topic: retry.topic_name.clone(),
+            // The topic's own queue count: it may predate the group's retryQueueNums.
+            queue_id: self.pick_queue(retry.write_queue_nums),
             delay_level,
         })
     }
@@ -243,7 +247,7 @@ fn resent(original: &RecordView, destination: &Destination) -> Message {
     message.properties = Bytes::from(format_properties(pairs));
     message.topic = destination.topic.clone();
     message.queue_id = destination.queue_id;
-    message.reconsume_times += 1;
+    message.reconsume_times = message.reconsume_times.saturating_add(1);
     message
 }
 
@@ -313,6 +317,17 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         assert_eq!(props(&copy), expected);
+    }
+
+    #[test]
+    fn a_forged_reconsume_count_saturates_instead_of_overflowing() {
+        let original = stored("T", &[], i32::MAX);
+        let to = Destination {
+            topic: "%DLQ%g".into(),
+            queue_id: 0,
+            delay_level: 0,
+        };
+        assert_eq!(resent(&original, &to).reconsume_times, i32::MAX);
     }
 
     #[test]
