@@ -10,7 +10,8 @@
 //! - RECONSUME_LATER redelivered through the retry topic after its delay; a message failed
 //!   past maxReconsumeTimes consumed from the DLQ; a level 2 message 5 ± 1 s after its send;
 //!   delayed messages pending across a restart; orderly consumers keeping each key's order
-//!   while a third joins and leaves;
+//!   while a third joins and leaves; SUSPEND_CURRENT_QUEUE_A_MOMENT retrying in place, then
+//!   the client's own send putting the message in the DLQ;
 //! - transactional messages delivered only when committed (skipped by scripts/test.sh: the
 //!   broker has no half messages yet).
 //!

@@ -3,13 +3,13 @@
 //!
 //! As Apache 4.9's `SendMessageProcessor.consumerSendMsgBack`: the original is read by its
 //! offset (on the shard named in the offset's high bits), and a copy is stored for the group's
-//! retry topic `%RETRY%group` with RETRY_TOPIC (the original topic, set once), reconsume times
-//! + 1, ORIGIN_MESSAGE_ID (the first failure's offset message id) and DELAY = the level the
-//! client asked for, or 3 + reconsume times; the delay-level schedule delivers it to the retry
-//! queue when due. Once the message has been reconsumed `maxReconsumeTimes` times (the
-//! client's, else the group's `retryMaxTimes`), or when the client asks with a negative level,
-//! the copy goes to `%DLQ%group` (one queue, read-write, registered with the NameServers) at
-//! once. The copy is stored on the shard that owns its target queue.
+//! retry topic `%RETRY%group` with RETRY_TOPIC (the original topic, set once), one more
+//! reconsume time, ORIGIN_MESSAGE_ID (the first failure's offset message id) and DELAY = the
+//! level the client asked for, or 3 + reconsume times; the delay-level schedule delivers it to
+//! the retry queue when due. Once the message has been reconsumed `maxReconsumeTimes` times
+//! (the client's, else the group's `retryMaxTimes`), or when the client asks with a negative
+//! level, the copy goes to `%DLQ%group` (one queue, read-write, registered with the
+//! NameServers) at once. The copy is stored on the shard that owns its target queue.
 //!
 //! Per send-back: one record read (a cross-shard hop when another shard stored the original),
 //! one append (a hop when another shard owns the target queue), no body copy (the body is the
