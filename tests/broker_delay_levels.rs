@@ -158,3 +158,88 @@ fn delayed_messages_arrive_when_due_and_survive_a_restart() {
     .unwrap();
     broker.stop();
 }
+
+/// Messages the measurement sends: enough for stable percentiles, few enough for a debug build.
+const MEASURE_MESSAGES: usize = 5_000;
+/// The measurement gives up after this long (it is a bounded load loop).
+const MEASURE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(180);
+
+fn unix_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.unwrap().as_millis() as i64
+}
+
+/// Sends `MEASURE_MESSAGES` bodies `<prefix><i>` to queue 0 with `props`; returns each one's
+/// acknowledgement time and the sends per second.
+async fn send_many(
+    client: &RemotingClient,
+    prefix: &str,
+    props: &[(&str, &str)],
+) -> (Vec<i64>, f64) {
+    let started = std::time::Instant::now();
+    let mut acked_ms = Vec::with_capacity(MEASURE_MESSAGES);
+    for i in 0..MEASURE_MESSAGES {
+        let body = format!("{prefix}{i}");
+        let resp = call(client, send(TOPIC, 0, body.as_bytes(), props)).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+        acked_ms.push(unix_ms());
+    }
+    (
+        acked_ms,
+        MEASURE_MESSAGES as f64 / started.elapsed().as_secs_f64(),
+    )
+}
+
+/// Not a pass/fail test: measures the delayed send rate against the plain one, and how late
+/// after its due time (ack + 3 s) each DELAY=1 message is stored in its real queue. Run with
+/// `cargo test --test broker_delay_levels -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn measure_delayed_send_rate_and_delivery_lag() {
+    let conf = TempDir::new("delay-conf");
+    let conf_path = conf.path().join("broker.conf");
+    std::fs::write(&conf_path, format!("messageDelayLevel={LEVELS}\n")).unwrap();
+    let broker = Standalone::start_with(2, &["-c", conf_path.to_str().unwrap()]);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic(TOPIC, 4)).await.code,
+            response::SUCCESS
+        );
+        let (_, plain_rate) = send_many(&client, "p", &[]).await;
+        let (acked_ms, delayed_rate) = send_many(&client, "d", &[("DELAY", "1")]).await;
+        let deadline = std::time::Instant::now() + MEASURE_DEADLINE;
+        let mut lags_ms = Vec::with_capacity(MEASURE_MESSAGES);
+        let mut offset = 0;
+        while lags_ms.len() < MEASURE_MESSAGES {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} delivered",
+                lags_ms.len()
+            );
+            let got = call(&client, pull(GROUP, TOPIC, 0, offset, Some("*"), HOLD_MS)).await;
+            if got.code != response::SUCCESS {
+                continue;
+            }
+            for record in records(&got) {
+                offset = record.queue_offset() + 1;
+                let body = String::from_utf8(record.body().to_vec()).unwrap();
+                if let Some(i) = body.strip_prefix('d') {
+                    let due_ms = acked_ms[i.parse::<usize>().unwrap()] + 3_000;
+                    lags_ms.push(record.store_timestamp_ms() - due_ms);
+                }
+            }
+        }
+        lags_ms.sort();
+        let at = |q: f64| lags_ms[((lags_ms.len() - 1) as f64 * q) as usize];
+        println!(
+            "sends/s plain {plain_rate:.0}, DELAY=1 {delayed_rate:.0}; delivered after ack + 3 s \
+             (ms): min {} p50 {} p99 {} max {}",
+            lags_ms[0],
+            at(0.5),
+            at(0.99),
+            lags_ms[lags_ms.len() - 1]
+        );
+    })
+    .unwrap();
+}
