@@ -232,7 +232,9 @@ fn spawn_background(shard: &Rc<BrokerShard>) {
     // Each shard delivers the scheduled messages it stores, one task per delay level.
     for level in 1..=shard.config().message_delay_level.count() {
         let s = shard.clone();
-        glommio::spawn_local(async move { s.store().run_delay_level(level).await }).detach();
+        shard.add_delivery(glommio::spawn_local(async move {
+            s.store().run_delay_level(level).await
+        }));
     }
     if shard.control().is_some() {
         let s = shard.clone();
