@@ -8,6 +8,7 @@ use broker_support::process_support::TempDir;
 use broker_support::requests::{call, create_topic, pull, send};
 use broker_support::Standalone;
 use ringmq::client::{block_on, RemotingClient};
+use ringmq::protocol::body;
 use ringmq::protocol::codes::{request as code, response};
 use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::{SendMessageResponseHeader, ViewMessageRequestHeader};
@@ -154,6 +155,24 @@ fn delayed_messages_arrive_when_due_and_survive_a_restart() {
             "the 2 h message is kept"
         );
         assert_eq!(kept.queue_id(), 17);
+        // mqadmin brokerStatus: "delivered,max" per level in use, over both shards.
+        let info = call(
+            &client,
+            RemotingCommand::request(code::GET_BROKER_RUNTIME_INFO),
+        )
+        .await;
+        let info = body::decode::<body::KvTable>(&info.body).unwrap().table;
+        let schedule: Vec<(&str, &str)> = info
+            .iter()
+            .filter(|(k, _)| k.starts_with("scheduleMessageOffset_"))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let expected = [
+            ("scheduleMessageOffset_1", "1,1"),
+            ("scheduleMessageOffset_18", "0,1"),
+            ("scheduleMessageOffset_2", "1,1"),
+        ];
+        assert_eq!(schedule, expected);
     })
     .unwrap();
     broker.stop();
