@@ -114,6 +114,24 @@ fn delayed_messages_arrive_when_due_and_survive_a_restart() {
         let client = RemotingClient::connect(&addr).await.unwrap();
         let created = call(&client, create_topic(TOPIC, 4)).await;
         assert_eq!(created.code, response::SUCCESS, "{:?}", created.remark);
+        let not_a_level = send(TOPIC, 0, b"x", &[("DELAY", "soon")]);
+        let refused = call(&client, not_a_level).await;
+        assert_eq!(
+            refused.code,
+            response::MESSAGE_ILLEGAL,
+            "{:?}",
+            refused.remark
+        );
+        // As Apache: a batch cannot be delayed.
+        let mut batch = send(TOPIC, 0, b"", &[("DELAY", "1")]);
+        batch.code = code::SEND_BATCH_MESSAGE;
+        let refused = call(&client, batch).await;
+        assert_eq!(
+            refused.code,
+            response::MESSAGE_ILLEGAL,
+            "{:?}",
+            refused.remark
+        );
         let soon = send_delayed(&client, 1, "soon", "1").await;
         let late = send_delayed(&client, 2, "late", "18").await;
         assert!(
