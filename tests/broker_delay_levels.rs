@@ -25,6 +25,16 @@ const LEVELS: &str = "3s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
 const LONG_POLLS_MAX: usize = 4;
 const HOLD_MS: i64 = 15_000;
 
+/// A 2-shard standalone reading [`LEVELS`] from its broker.conf (`-c`), and the directory
+/// holding that file (a restart reads it again).
+fn start_with_levels() -> (TempDir, Standalone) {
+    let conf = TempDir::new("delay-conf");
+    let path = conf.path().join("broker.conf");
+    std::fs::write(&path, format!("messageDelayLevel={LEVELS}\n")).unwrap();
+    let broker = Standalone::start_with(2, &["-c", path.to_str().unwrap()]);
+    (conf, broker)
+}
+
 fn records(response: &RemotingCommand) -> Vec<RecordView> {
     split_records(response.body.clone())
         .map(|r| r.unwrap())
@@ -104,11 +114,7 @@ async fn schedule_record(client: &RemotingClient, sent: &SendMessageResponseHead
 
 #[test]
 fn delayed_messages_arrive_when_due_and_survive_a_restart() {
-    let conf = TempDir::new("delay-conf");
-    let conf_path = conf.path().join("broker.conf");
-    std::fs::write(&conf_path, format!("messageDelayLevel={LEVELS}\n")).unwrap();
-    let conf_arg = conf_path.to_str().unwrap();
-    let mut broker = Standalone::start_with(2, &["-c", conf_arg]);
+    let (_conf, mut broker) = start_with_levels();
     let addr = broker.broker_addr.clone();
     let late = block_on(async {
         let client = RemotingClient::connect(&addr).await.unwrap();
@@ -233,10 +239,7 @@ async fn send_many(
 #[test]
 #[ignore]
 fn measure_delayed_send_rate_and_delivery_lag() {
-    let conf = TempDir::new("delay-conf");
-    let conf_path = conf.path().join("broker.conf");
-    std::fs::write(&conf_path, format!("messageDelayLevel={LEVELS}\n")).unwrap();
-    let broker = Standalone::start_with(2, &["-c", conf_path.to_str().unwrap()]);
+    let (_conf, broker) = start_with_levels();
     block_on(async {
         let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
         assert_eq!(
