@@ -8,6 +8,7 @@ use broker_support::process_support::TempDir;
 use broker_support::requests::{call, create_topic, pull, send};
 use broker_support::Standalone;
 use ringmq::client::{block_on, RemotingClient};
+use ringmq::protocol::body;
 use ringmq::protocol::codes::{request as code, response};
 use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::{SendMessageResponseHeader, ViewMessageRequestHeader};
@@ -23,6 +24,16 @@ const LEVELS: &str = "3s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
 /// for one delivery is bounded (about a minute) even on a loaded machine.
 const LONG_POLLS_MAX: usize = 4;
 const HOLD_MS: i64 = 15_000;
+
+/// A 2-shard standalone reading [`LEVELS`] from its broker.conf (`-c`), and the directory
+/// holding that file (a restart reads it again).
+fn start_with_levels() -> (TempDir, Standalone) {
+    let conf = TempDir::new("delay-conf");
+    let path = conf.path().join("broker.conf");
+    std::fs::write(&path, format!("messageDelayLevel={LEVELS}\n")).unwrap();
+    let broker = Standalone::start_with(2, &["-c", path.to_str().unwrap()]);
+    (conf, broker)
+}
 
 fn records(response: &RemotingCommand) -> Vec<RecordView> {
     split_records(response.body.clone())
@@ -103,16 +114,30 @@ async fn schedule_record(client: &RemotingClient, sent: &SendMessageResponseHead
 
 #[test]
 fn delayed_messages_arrive_when_due_and_survive_a_restart() {
-    let conf = TempDir::new("delay-conf");
-    let conf_path = conf.path().join("broker.conf");
-    std::fs::write(&conf_path, format!("messageDelayLevel={LEVELS}\n")).unwrap();
-    let conf_arg = conf_path.to_str().unwrap();
-    let mut broker = Standalone::start_with(2, &["-c", conf_arg]);
+    let (_conf, mut broker) = start_with_levels();
     let addr = broker.broker_addr.clone();
     let late = block_on(async {
         let client = RemotingClient::connect(&addr).await.unwrap();
         let created = call(&client, create_topic(TOPIC, 4)).await;
         assert_eq!(created.code, response::SUCCESS, "{:?}", created.remark);
+        let not_a_level = send(TOPIC, 0, b"x", &[("DELAY", "soon")]);
+        let refused = call(&client, not_a_level).await;
+        assert_eq!(
+            refused.code,
+            response::MESSAGE_ILLEGAL,
+            "{:?}",
+            refused.remark
+        );
+        // As Apache: a batch cannot be delayed.
+        let mut batch = send(TOPIC, 0, b"", &[("DELAY", "1")]);
+        batch.code = code::SEND_BATCH_MESSAGE;
+        let refused = call(&client, batch).await;
+        assert_eq!(
+            refused.code,
+            response::MESSAGE_ILLEGAL,
+            "{:?}",
+            refused.remark
+        );
         let soon = send_delayed(&client, 1, "soon", "1").await;
         let late = send_delayed(&client, 2, "late", "18").await;
         assert!(
@@ -154,7 +179,107 @@ fn delayed_messages_arrive_when_due_and_survive_a_restart() {
             "the 2 h message is kept"
         );
         assert_eq!(kept.queue_id(), 17);
+        // mqadmin brokerStatus: "delivered,max" per level in use, over both shards.
+        let info = call(
+            &client,
+            RemotingCommand::request(code::GET_BROKER_RUNTIME_INFO),
+        )
+        .await;
+        let info = body::decode::<body::KvTable>(&info.body).unwrap().table;
+        let schedule: Vec<(&str, &str)> = info
+            .iter()
+            .filter(|(k, _)| k.starts_with("scheduleMessageOffset_"))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let expected = [
+            ("scheduleMessageOffset_1", "1,1"),
+            ("scheduleMessageOffset_18", "0,1"),
+            ("scheduleMessageOffset_2", "1,1"),
+        ];
+        assert_eq!(schedule, expected);
     })
     .unwrap();
     broker.stop();
+}
+
+/// Messages the measurement sends: enough for stable percentiles, few enough for a debug build.
+const MEASURE_MESSAGES: usize = 5_000;
+/// The measurement gives up after this long (it is a bounded load loop).
+const MEASURE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(180);
+
+fn unix_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.unwrap().as_millis() as i64
+}
+
+/// Sends `MEASURE_MESSAGES` bodies `<prefix><i>` to queue 0 with `props`; returns each one's
+/// acknowledgement time and the sends per second.
+async fn send_many(
+    client: &RemotingClient,
+    prefix: &str,
+    props: &[(&str, &str)],
+) -> (Vec<i64>, f64) {
+    let started = std::time::Instant::now();
+    let mut acked_ms = Vec::with_capacity(MEASURE_MESSAGES);
+    for i in 0..MEASURE_MESSAGES {
+        let body = format!("{prefix}{i}");
+        let resp = call(client, send(TOPIC, 0, body.as_bytes(), props)).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+        acked_ms.push(unix_ms());
+    }
+    (
+        acked_ms,
+        MEASURE_MESSAGES as f64 / started.elapsed().as_secs_f64(),
+    )
+}
+
+/// Not a pass/fail test: measures the delayed send rate against the plain one, and how late
+/// after its due time (ack + 3 s) each DELAY=1 message is stored in its real queue. Run with
+/// `cargo test --test broker_delay_levels -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn measure_delayed_send_rate_and_delivery_lag() {
+    let (_conf, broker) = start_with_levels();
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        assert_eq!(
+            call(&client, create_topic(TOPIC, 4)).await.code,
+            response::SUCCESS
+        );
+        let (_, plain_rate) = send_many(&client, "p", &[]).await;
+        let (acked_ms, delayed_rate) = send_many(&client, "d", &[("DELAY", "1")]).await;
+        let deadline = std::time::Instant::now() + MEASURE_DEADLINE;
+        let mut lags_ms = Vec::with_capacity(MEASURE_MESSAGES);
+        let mut offset = 0;
+        while lags_ms.len() < MEASURE_MESSAGES {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} delivered",
+                lags_ms.len()
+            );
+            let got = call(&client, pull(GROUP, TOPIC, 0, offset, Some("*"), HOLD_MS)).await;
+            if got.code != response::SUCCESS {
+                continue;
+            }
+            for record in records(&got) {
+                offset = record.queue_offset() + 1;
+                let body = String::from_utf8(record.body().to_vec()).unwrap();
+                if let Some(i) = body.strip_prefix('d') {
+                    let due_ms = acked_ms[i.parse::<usize>().unwrap()] + 3_000;
+                    lags_ms.push(record.store_timestamp_ms() - due_ms);
+                }
+            }
+        }
+        lags_ms.sort();
+        let at = |q: f64| lags_ms[((lags_ms.len() - 1) as f64 * q) as usize];
+        println!(
+            "sends/s plain {plain_rate:.0}, DELAY=1 {delayed_rate:.0}; delivered after ack + 3 s \
+             (ms): min {} p50 {} p99 {} max {}",
+            lags_ms[0],
+            at(0.5),
+            at(0.99),
+            lags_ms[lags_ms.len() - 1]
+        );
+    })
+    .unwrap();
 }

@@ -411,3 +411,29 @@ fn a_turn_delivers_a_bounded_batch() {
         assert_eq!(records(&shard, REAL, 1).await.len(), 3);
     });
 }
+
+#[test]
+fn a_clock_set_back_makes_far_future_records_due_now() {
+    block_on(async {
+        let (disk, clock) = (SimDisk::new(9, 64 << 20), SimClock::new(T0));
+        let shard = open(&disk, &clock).await;
+        send(&shard, 0, "two-hours", "18").await;
+        // Three hours back: the record's due time is further ahead than its level's whole
+        // delay, so it cannot be trusted (Apache's correctDeliverTimestamp): due now.
+        clock.advance(-3 * 3_600_000);
+        assert_eq!(
+            shard.deliver_due(18).await.unwrap(),
+            DeliveryTurn::Delivered(1)
+        );
+        // Back by less than the time since it was stored leaves it within its delay: it
+        // waits for its own time.
+        send(&shard, 1, "still-two-hours", "18").await;
+        clock.advance(3_600_000);
+        clock.advance(-1_800_000);
+        let due = T0 - 3 * 3_600_000 + 7_200_000;
+        assert_eq!(
+            shard.deliver_due(18).await.unwrap(),
+            DeliveryTurn::DueAt(due)
+        );
+    });
+}

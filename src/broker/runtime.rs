@@ -230,9 +230,11 @@ fn spawn_background(shard: &Rc<BrokerShard>) {
     let s = shard.clone();
     glommio::spawn_local(async move { s.store().run_persister(PERSIST_INTERVAL).await }).detach();
     // Each shard delivers the scheduled messages it stores, one task per delay level.
-    for level in 1..=shard.config().message_delay_level.count() {
+    for level in 1..=shard.store().config().delay_levels.count() {
         let s = shard.clone();
-        glommio::spawn_local(async move { s.store().run_delay_level(level).await }).detach();
+        shard.add_delivery(glommio::spawn_local(async move {
+            s.store().run_delay_level(level).await
+        }));
     }
     if shard.control().is_some() {
         let s = shard.clone();

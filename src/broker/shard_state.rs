@@ -58,6 +58,9 @@ pub struct BrokerShard {
     stopping: Cell<bool>,
     /// The accept loops; dropping them closes the listening sockets.
     listeners: RefCell<Vec<glommio::Task<()>>>,
+    /// The delay-level delivery tasks, cancelled when the stop begins (before the final flush
+    /// and persist), so no delivery is stored after its progress was last persisted.
+    deliveries: RefCell<Vec<glommio::Task<()>>>,
     /// This shard itself, for tasks that outlive the call that spawns them.
     me: Weak<BrokerShard>,
 }
@@ -91,6 +94,7 @@ impl BrokerShard {
             counters: Cell::new(Counters::default()),
             stopping: Cell::new(false),
             listeners: RefCell::new(Vec::new()),
+            deliveries: RefCell::new(Vec::new()),
             boot_timestamp_ms: super::now_ms(),
         })
     }
@@ -105,11 +109,18 @@ impl BrokerShard {
         self.listeners.borrow_mut().push(accept_loop);
     }
 
+    /// Keeps a delay level's delivery task running until the stop.
+    pub fn add_delivery(&self, delivery: glommio::Task<()>) {
+        self.deliveries.borrow_mut().push(delivery);
+    }
+
     /// The clean stop begins: no new connections (the accept loops are cancelled, closing
-    /// their sockets) and no new sends; requests on open connections are still answered.
+    /// their sockets), no new sends and no more deliveries of delayed messages; requests on
+    /// open connections are still answered.
     pub fn begin_stop(&self) {
         self.stopping.set(true);
         self.listeners.borrow_mut().clear();
+        self.deliveries.borrow_mut().clear();
     }
 
     pub fn is_stopping(&self) -> bool {

@@ -15,6 +15,13 @@
 //! Progress (per level, the next offset to deliver; Apache's `delayOffset.json`) is persisted
 //! with the shard's other metadata, after the log is flushed past the deliveries it counts:
 //! after a crash a delivery may repeat (at least once, as Apache), never go missing.
+//!
+//! Cost per delivered message: one 24-byte consume-queue entry looked at in memory, one read
+//! of its record (from the hot tail if recent, else part of a DMA read spanning its batch's
+//! neighbouring records), one parse of its properties and one re-encode (each byte copied
+//! once more), 1/64 of a batch append and its group commit. An idle level costs one parked
+//! task and one waiter on its queue's event; a waiting one, one timer. Per shard and second
+//! with progress moved: one log flush and one 4 KiB metadata file written and synced.
 
 use super::Shard;
 use crate::commit_log::TRAILER_BYTES;

@@ -9,7 +9,9 @@
 //! brokerActive, commitLogDirCapacity, commitLogDiskRatio (and one `commitLogDiskRatio_<dir>`
 //! per shard's directory), consumeQueueDiskRatio, and remainTransientStoreBufferNumbs /
 //! startAcceptSendRequestTimeStamp (what Java answers with no transient pool and no delayed
-//! start, as here). Every other key ([`UNMEASURED`]) is Java's zero: ringmq does not measure
+//! start, as here), and, as Apache 4.9 and 5.x add them once a delay level's queue exists,
+//! `scheduleMessageOffset_<level>` = "delivered offset,max offset" (summed over the shards'
+//! own schedule queues, so their difference is what is still pending). Every other key ([`UNMEASURED`]) is Java's zero: ringmq does not measure
 //! it yet, or has no such thing (thread-pool queues, the timer wheel).
 
 use crate::broker::error::BrokerResult;
@@ -17,6 +19,7 @@ use crate::broker::shard_state::BrokerShard;
 use crate::protocol::body::KvTable;
 use crate::protocol::command::CURRENT_VERSION;
 use crate::protocol::message::record::RecordView;
+use ringmq_shards::schedule::SCHEDULE_TOPIC;
 use ringmq_shards::PhysicalOffset;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -32,6 +35,9 @@ const UNFLUSHED: &str = "remainHowManyDataToFlush";
 const EARLIEST: &str = "earliestMessageTimeStamp";
 /// Prefix of the one key per commit-log directory (`RunningStats.commitLogDiskRatio_<path>`).
 const DISK_RATIO_PREFIX: &str = "commitLogDiskRatio_";
+/// Prefix of the one key per delay level in use (`RunningStats.scheduleMessageOffset_<level>`),
+/// valued "delivered offset,max offset".
+const SCHEDULE_OFFSET_PREFIX: &str = "scheduleMessageOffset_";
 
 /// Java's values for what ringmq does not measure (yet) or does not have: TPS windows (need a
 /// per-second sampler of the counters), latencies, yesterday's and this morning's totals (need
@@ -111,6 +117,14 @@ impl BrokerShard {
         ] {
             table.insert(key.to_owned(), value.to_string());
         }
+        for level in 1..=store.config().delay_levels.count() {
+            let max = store.max_offset(SCHEDULE_TOPIC, level as i32 - 1);
+            if max > 0 {
+                let delivered = store.schedule_offset(level);
+                let key = format!("{SCHEDULE_OFFSET_PREFIX}{level}");
+                table.insert(key, format!("{delivered},{max}"));
+            }
+        }
         let dir = &store.config().dir;
         table.insert(
             format!("{DISK_RATIO_PREFIX}{}", dir.display()),
@@ -125,11 +139,19 @@ impl BrokerShard {
 pub(crate) fn merge_runtime_info(shard: &BrokerShard, parts: Vec<KvTable>, now_ms: i64) -> KvTable {
     let mut sums: BTreeMap<&str, i64> = BTreeMap::new();
     let mut earliest: Option<i64> = None;
+    let mut schedule_offsets: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
     let mut table = BTreeMap::new();
     for part in &parts {
         for (key, value) in &part.table {
             if key.starts_with(DISK_RATIO_PREFIX) {
                 table.insert(key.clone(), value.clone());
+                continue;
+            }
+            if key.starts_with(SCHEDULE_OFFSET_PREFIX) {
+                let (delivered, max) = value.split_once(',').unwrap_or((value, "0"));
+                let sum = schedule_offsets.entry(key).or_default();
+                sum.0 += delivered.parse::<i64>().unwrap_or(0);
+                sum.1 += max.parse::<i64>().unwrap_or(0);
                 continue;
             }
             let number = value.parse::<i64>().unwrap_or(0);
@@ -141,6 +163,9 @@ pub(crate) fn merge_runtime_info(shard: &BrokerShard, parts: Vec<KvTable>, now_m
                 _ => *sums.entry(key.as_str()).or_default() += number,
             }
         }
+    }
+    for (key, (delivered, max)) in schedule_offsets {
+        table.insert(key.to_owned(), format!("{delivered},{max}"));
     }
     let sum = |key: &str| sums.get(key).copied().unwrap_or(0);
     let mut put = |key: &str, value: String| {

@@ -141,8 +141,9 @@ impl BrokerShard {
     /// this shard (the owner of its real queue), which delivers it when due. Every path that
     /// stores a message a client may have delayed calls this before the append.
     pub(crate) fn schedule_if_delayed(&self, message: &mut Message) -> BrokerResult<()> {
-        self.config()
-            .message_delay_level
+        self.store()
+            .config()
+            .delay_levels
             .schedule(message)
             .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
         Ok(())
