@@ -2,7 +2,9 @@
 # The project's one test command (README: "Test"). Builds everything, then runs every unit,
 # property, simulation, crash and integration test of the workspace, and the compatibility
 # tests that drive the official Java and Go clients and Apache's own NameServer and mqadmin
-# (run scripts/fetch-deps.sh once first: they resolve their jars and modules offline).
+# (run scripts/fetch-deps.sh once first: they resolve their jars and modules offline), and at
+# the end the compatibility matrix (scripts/compat-matrix.sh: every client row; a FAIL cell
+# fails this script).
 # The skipped test waits for transactional (half) messages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,3 +17,4 @@ cargo test -p ringmq --locked \
     --test admin_apache_broker --test admin_ringmq_broker --test compat_java_client \
     -- --ignored --test-threads=1 \
     --skip transactional_messages_reach_consumers_only_when_committed
+scripts/compat-matrix.sh

@@ -128,7 +128,8 @@ impl BrokerShard {
             self.batch_messages(origin, header, request.body.clone())?
         } else {
             self.limits().check_body(request.body.len())?;
-            let mut message = self.message(origin, header, request.body.clone(), 0, properties);
+            let mut message =
+                self.message(origin, header, request.body.clone(), 0, properties, true);
             self.schedule_if_delayed(&mut message)?;
             vec![message]
         };
@@ -165,14 +166,16 @@ impl BrokerShard {
                 let properties = std::str::from_utf8(&entry.properties).map_err(|_| {
                     BrokerError::MessageIllegal("batch entry properties are not UTF-8".into())
                 })?;
-                Ok(self.message(origin, header, entry.body, entry.flag, properties))
+                Ok(self.message(origin, header, entry.body, entry.flag, properties, false))
             })
             .collect()
     }
 
     /// One message as the store takes it; `flag` is the batch entry's (a single message's
     /// comes from the header). Sets CLUSTER, MSG_REGION and TRACE_ON, and a UNIQ_KEY when the
-    /// client sent none.
+    /// client sent none and `add_uniq_key` (single sends only: Java stores batch entries as
+    /// they came, so a consumer's msgId for an entry without one is the offsetMsgId the send
+    /// returned, as the Go client's batches rely on).
     fn message(
         &self,
         origin: Origin,
@@ -180,13 +183,14 @@ impl BrokerShard {
         body: Bytes,
         entry_flag: i32,
         properties: &str,
+        add_uniq_key: bool,
     ) -> Message {
         let mut pairs: Vec<(&str, &str)> =
             crate::protocol::message::record::properties_iter(properties)
                 .filter(|(name, _)| !BROKER_SET_PROPERTIES.contains(name))
                 .collect();
         let uniq;
-        if find_property(properties, property::UNIQ_KEY).is_none() {
+        if add_uniq_key && find_property(properties, property::UNIQ_KEY).is_none() {
             uniq = self.next_uniq_key();
             pairs.push((property::UNIQ_KEY, &uniq));
         }
