@@ -79,7 +79,8 @@ _declare("SetProducerSendMsgTimeout", c_int, c_void_p, c_int)
 _declare("SetProducerMaxMessageSize", c_int, c_void_p, c_int)
 _declare("SetProducerCompressMsgBodyOverHowmuch", c_int, c_void_p, c_int)
 _declare("SendMessageAsync", c_int, c_void_p, c_void_p, SEND_SUCCESS, SEND_EXCEPTION)
-_declare("SendMessageOrderly", c_int, c_void_p, c_void_p, QUEUE_SELECTOR, POINTER(c_int), c_int, POINTER(CSendResult))
+# The selector argument stays void* as the 0.4.4 binding's own send_orderly passes it.
+_declare("SendMessageOrderly", c_int, c_void_p, c_void_p, QUEUE_SELECTOR, c_void_p, c_int, POINTER(CSendResult))
 _declare("CreateBatchMessage", c_void_p)
 _declare("AddMessage", c_int, c_void_p, c_void_p)
 _declare("SendBatchMessage", c_int, c_void_p, c_void_p, POINTER(CSendResult))
@@ -283,7 +284,8 @@ class Producer:
         # The C API refuses a NULL selector argument; the selector here needs none.
         arg = c_int(queue)
         r = CSendResult()
-        check(dll.SendMessageOrderly(self.p._handle, msg._handle, selector, ctypes.byref(arg), 1, ctypes.byref(r)),
+        check(dll.SendMessageOrderly(self.p._handle, msg._handle, selector, ctypes.cast(ctypes.pointer(arg), c_void_p),
+                                     1, ctypes.byref(r)),
               "SendMessageOrderly")
         return _ok_c(r, "SendMessageOrderly")
 

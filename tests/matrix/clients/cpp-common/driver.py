@@ -338,18 +338,20 @@ def rebalance():
     col.wait_for(bodies_seen(expected), deadline())
     problems = compare(expected, col.messages())
     require(not problems, "two consumers: " + summary(problems))
-    ctx.stop(c2)
+    # r1, the first to start, leaves: 2.x never pulls again a queue it dropped and gets back
+    # (README.md), and r1 dropped half of its queues when r2 joined.
+    ctx.stop(c1)
     owners = stable_owners(p, col)
-    require(set(owners.values()) == {"r1"}, "after r2 left: %r" % owners)
+    require(set(owners.values()) == {"r2"}, "after r1 left: %r" % owners)
     later = [standard(TOPIC, "rebalance", i) for i in range(COUNT, 2 * COUNT)]
     start = len(col.messages())
     expected2 = {s.body: Expect(s, p.send_sync(s)[0]) for s in later}
     col.wait_for(lambda _g: set(expected2) <= {r.body for r in col.messages()[start:]}, deadline())
-    ctx.stop(c1)
+    ctx.stop(c2)
     problems = compare(expected2, [r for r in col.messages()[start:] if r.body in expected2])
-    require(not problems and all(r.consumer == "r1" for r in col.messages()[start:]),
-            "after r2 left: " + summary(problems))
-    return "split %r, each message once; after r2 left r1 got all %d later ones" % (sorted(split.items()), COUNT)
+    require(not problems and all(r.consumer == "r2" for r in col.messages()[start:]),
+            "after r1 left: " + summary(problems))
+    return "split %r, each message once; after r1 left r2 got all %d later ones" % (sorted(split.items()), COUNT)
 
 
 def stable_owners(p, col):
