@@ -144,6 +144,8 @@ class Received:
             self.props[name] = v.decode() if v is not None else None
         self.queue_id = dll.GetMessageQueueId(handle)
         self.queue_offset = dll.GetMessageQueueOffset(handle)
+        # The stored record's size: below the body's for a body stored compressed.
+        self.store_size = dll.GetMessageStoreSize(handle)
 
 
 class Context:
