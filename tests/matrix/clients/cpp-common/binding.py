@@ -55,7 +55,9 @@ class CPullResult(ctypes.Structure):
     ]
 
 
-PULL_FOUND, PULL_NO_NEW_MSG, PULL_NO_MATCHED_MSG, PULL_OFFSET_ILLEGAL, PULL_BROKER_TIMEOUT = range(5)
+# CPullStatus values the driver tells apart (E_FOUND, E_BROKER_TIMEOUT).
+PULL_FOUND = 0
+PULL_BROKER_TIMEOUT = 4
 
 # CProducer.h: the success callback takes CSendResult by value (both bindings declare a pointer,
 # which reads garbage), the selector gets (queue count, message, user arg).
