@@ -358,7 +358,7 @@ class Matrix:
                     continue
                 self.row_seconds[row.id] = time.monotonic() - row_started
                 log(f"{row.id}: row done in {self.row_seconds[row.id]:.0f} s")
-            if CROSS_PRODUCE in self.scenarios or CROSS_CONSUME in self.scenarios:
+            if clients and (CROSS_PRODUCE in self.scenarios or CROSS_CONSUME in self.scenarios):
                 cross_started = time.monotonic()
                 self.run_cross(clients)
                 self.row_seconds["(cross-client)"] = time.monotonic() - cross_started
