@@ -77,21 +77,29 @@ async fn member(addr: &str, id: &str) -> Member {
     }
 }
 
-fn heartbeat(client_id: &str, expression: &str, model: MessageModel) -> RemotingCommand {
+fn consumer(group: &str, expression: &str, model: MessageModel) -> ConsumerData {
+    ConsumerData {
+        group_name: group.into(),
+        consume_type: Some(ConsumeType::ConsumePassively),
+        message_model: Some(model),
+        subscription_data_set: vec![
+            SubscriptionData::from_expression(TOPIC, expression, None).unwrap()
+        ],
+        ..ConsumerData::default()
+    }
+}
+
+fn heartbeat_of(client_id: &str, consumers: Vec<ConsumerData>) -> RemotingCommand {
     let data = HeartbeatData {
         client_id: client_id.into(),
-        consumer_data_set: vec![ConsumerData {
-            group_name: GROUP.into(),
-            consume_type: Some(ConsumeType::ConsumePassively),
-            message_model: Some(model),
-            subscription_data_set: vec![
-                SubscriptionData::from_expression(TOPIC, expression, None).unwrap()
-            ],
-            ..ConsumerData::default()
-        }],
+        consumer_data_set: consumers,
         ..HeartbeatData::default()
     };
     RemotingCommand::request(code::HEART_BEAT).with_body(body::encode(&data).unwrap())
+}
+
+fn heartbeat(client_id: &str, expression: &str, model: MessageModel) -> RemotingCommand {
+    heartbeat_of(client_id, vec![consumer(GROUP, expression, model)])
 }
 
 async fn members(client: &RemotingClient) -> RemotingCommand {
@@ -179,6 +187,32 @@ fn members_are_listed_and_told_when_the_group_changes() {
         let mut ids = listed.consumer_id_list;
         ids.sort();
         assert_eq!(ids, ["client-0", "client-1"]);
+    })
+    .unwrap();
+}
+
+/// Regression (found by the C++ rows of the compatibility matrix): the C++ clients accept any
+/// consumer group name, e.g. `app.consumer`, which TopicValidator rejects. A heartbeat carrying
+/// one failed whole with SYSTEM_ERROR, so the client's other groups were never registered;
+/// Apache answers SUCCESS and registers them (5.x skips the illegal group, 4.9 keeps it too).
+#[test]
+fn a_heartbeat_with_an_illegal_group_name_still_registers_the_clients_other_groups() {
+    let broker = Standalone::start(2);
+    block_on(async {
+        let client = RemotingClient::connect(&broker.broker_addr).await.unwrap();
+        let beat = heartbeat_of(
+            "cpp-client",
+            vec![
+                consumer("app.consumer", "*", MessageModel::Clustering),
+                consumer(GROUP, "*", MessageModel::Clustering),
+            ],
+        );
+        let resp = call(&client, beat).await;
+        assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
+        let listed = members(&client).await;
+        assert_eq!(listed.code, response::SUCCESS, "{:?}", listed.remark);
+        let listed: GetConsumerListByGroupResponseBody = body::decode(&listed.body).unwrap();
+        assert_eq!(listed.consumer_id_list, ["cpp-client"]);
     })
     .unwrap();
 }

@@ -6,7 +6,7 @@
 
 use super::control::consumers::{ClientChannel, ConsumerGroups, SubscriptionSnapshot};
 use super::control::queue_locks::QueueLocks;
-use super::control::subscription_groups::{GroupSnapshot, SubscriptionGroupTable};
+use super::control::subscription_groups::{GroupError, GroupSnapshot, SubscriptionGroupTable};
 use super::control::topics::{TopicError, TopicSnapshot, TopicTable, RETRY_GROUP_TOPIC_PREFIX};
 use super::error::{BrokerError, BrokerResult};
 use super::now_ms;
@@ -330,8 +330,17 @@ impl ControlPlane {
             let (ids_changed, subscriptions_changed, new_topic) = {
                 let mut tables = self.tables.borrow_mut();
                 let had_group = tables.groups.get(group).is_some();
-                let Some(group_config) = tables.groups.find_or_auto_create(group, now)? else {
-                    return Err(BrokerError::SubscriptionGroupNotExist(group.clone()));
+                // As Apache 5.x: a group that is neither configured nor auto-creatable (auto
+                // creation off, or a name TopicValidator rejects, which C++ clients never
+                // check, e.g. `app.consumer`) is skipped; the heartbeat still succeeds for the
+                // client's other groups (Apache 4.9 registers such a consumer even).
+                let group_config = match tables.groups.find_or_auto_create(group, now) {
+                    Ok(Some(config)) => config,
+                    Ok(None)
+                    | Err(
+                        GroupError::Blank | GroupError::IllegalChars(_) | GroupError::TooLong(_),
+                    ) => continue,
+                    Err(e) => return Err(e.into()),
                 };
                 // Every consumer group has its retry topic, made on its first heartbeat.
                 let new_topic = tables
