@@ -14,6 +14,9 @@ final class Inbox {
     record Delivery(MessageExt msg, String consumer) {
     }
 
+    /** Deliveries matching no expected message shown when a wait runs out. */
+    static final int UNMATCHED_SHOWN = 5;
+
     private final List<Delivery> deliveries = new ArrayList<>();
 
     /** The listener for consumer `name`: records each message, then acknowledges it. */
@@ -64,6 +67,9 @@ final class Inbox {
             long left = deadline - System.currentTimeMillis();
             if (left <= 0) {
                 missing.forEach(e -> System.out.println("     missing " + e));
+                deliveries.stream().filter(d -> expected.stream().noneMatch(e -> matches(e,
+                        d.msg()))).limit(UNMATCHED_SHOWN).forEach(d -> System.out.println(
+                                "     delivered instead " + describe(d)));
                 throw new Check.Abort(what + ": " + missing.size() + " of " + expected.size()
                         + " not delivered within " + timeoutMs + " ms");
             }
@@ -88,12 +94,17 @@ final class Inbox {
         }
         List<Delivery> others = all().stream()
                 .filter(d -> expected.stream().noneMatch(e -> matches(e, d.msg()))).toList();
-        others.forEach(d -> wrong.add("unexpected delivery " + d.msg().getTopic() + " q"
-                + d.msg().getQueueId() + "@" + d.msg().getQueueOffset() + " "
-                + d.msg().getTags() + " to " + d.consumer()));
+        others.forEach(d -> wrong.add("unexpected delivery " + describe(d)));
         wrong.stream().limit(10).forEach(w -> System.out.println("     " + w));
         Check.that(wrong.isEmpty(), what + ": " + expected.size() + " delivered exactly once intact"
                 + (wrong.isEmpty() ? "" : " (" + wrong.size() + " problems, first: " + wrong.get(0)
                         + ")"));
+    }
+
+    private static String describe(Delivery d) {
+        MessageExt msg = d.msg();
+        return msg.getTopic() + " q" + msg.getQueueId() + "@" + msg.getQueueOffset() + " "
+                + msg.getTags() + " #" + Expect.index(msg) + " msgId "
+                + MessageClientIDSetter.getUniqID(msg) + " to " + d.consumer();
     }
 }

@@ -30,6 +30,7 @@ public final class MatrixDriver {
             }
             Phase phase = phase(args[0]);
             startWatchdog(args[0]);
+            Check.info("phase " + args[0]); // and the check log's clock starts
             held = phase.run(Env.read());
         } catch (Check.Abort e) {
             Check.that(false, e.getMessage());

@@ -1,4 +1,5 @@
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.Set;
@@ -35,7 +36,7 @@ final class Sends {
                 + env.brokerName();
     }
 
-    private static void checkQueues(Env env, String what, java.util.Collection<MessageQueue> mqs) {
+    private static void checkQueues(Env env, String what, Collection<MessageQueue> mqs) {
         Set<String> got = new TreeSet<>();
         mqs.forEach(mq -> got.add(mq.getBrokerName() + "/" + mq.getQueueId()));
         Set<String> expected = new TreeSet<>();
