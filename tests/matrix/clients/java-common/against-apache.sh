@@ -42,9 +42,17 @@ mvn -o -q -f "$server_pom" dependency:build-classpath \
     -Dmdep.outputFile="$work/server-cp.txt" >&2
 home="$work/home"
 mkdir -p "$home/conf"
+# 4.9's startup classes insist on these logback files; 5.x logs under user.home.
 for name in broker namesrv; do
-    printf '<configuration><appender name="F" class="ch.qos.logback.core.FileAppender"><file>%s</file><encoder><pattern>%%d %%p %%c{1} - %%m%%n</pattern></encoder></appender><root level="INFO"><appender-ref ref="F"/></root></configuration>\n' \
-        "$home/$name.log" >"$home/conf/logback_$name.xml"
+    cat >"$home/conf/logback_$name.xml" <<XML
+<configuration>
+  <appender name="F" class="ch.qos.logback.core.FileAppender">
+    <file>$home/$name.log</file>
+    <encoder><pattern>%d %p %c{1} - %m%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="F"/></root>
+</configuration>
+XML
 done
 jvm=(-Xmx512m -XX:MaxDirectMemorySize=512m -Duser.home="$home"
     --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED

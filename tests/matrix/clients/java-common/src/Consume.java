@@ -95,10 +95,10 @@ final class Consume {
 
     /**
      * consume-from: three new groups, CONSUME_FROM_FIRST / LAST / TIMESTAMP (the timestamp
-     * after every message already sent). As on Apache RocketMQ 4.9.7: a new group's committed
-     * offset is answered as 0 while a queue still holds its message 0 (in memory), and a
-     * consumer uses a committed offset whatever consume-from says, so all three start at 0
-     * and get the messages sent before they started as well as those sent after.
+     * after every message already sent). As on Apache RocketMQ 4.9.7 and 5.3.3: a new group's
+     * committed offset is answered as 0 while a queue still holds its message 0 (in memory),
+     * and a consumer uses a committed offset whatever consume-from says, so all three start
+     * at 0 and get the messages sent before they started as well as those sent after.
      */
     static String consumeFrom(Env env) throws Exception {
         DefaultMQProducer producer = Clients.producer(env, "producer");
@@ -141,7 +141,7 @@ final class Consume {
         consumers.forEach(DefaultMQPushConsumer::shutdown);
         producer.shutdown();
         return "new groups with FIRST, LAST and TIMESTAMP all start at offset 0 (as Apache"
-                + " 4.9.7 does) and get " + env.count() + " earlier + " + env.count()
+                + " 4.9.7 and 5.3.3 do) and get " + env.count() + " earlier + " + env.count()
                 + " later messages once";
     }
 

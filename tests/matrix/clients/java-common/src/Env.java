@@ -10,7 +10,8 @@ record Env(String namesrv, String brokerName, String topic, String topic2, Strin
     static Env read() {
         String count = System.getenv("MATRIX_COUNT");
         return new Env(need("MATRIX_NAMESRV"), need("MATRIX_BROKER_NAME"), need("MATRIX_TOPIC"),
-                System.getenv("MATRIX_TOPIC2"), need("MATRIX_GROUP"), System.getenv("MATRIX_GROUP2"),
+                System.getenv("MATRIX_TOPIC2"), need("MATRIX_GROUP"),
+                System.getenv("MATRIX_GROUP2"),
                 Path.of(need("MATRIX_STATE")),
                 count == null || count.isEmpty() ? DEFAULT_COUNT : Integer.parseInt(count),
                 System.getenv("MATRIX_PEER"));
