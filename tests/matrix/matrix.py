@@ -62,6 +62,8 @@ MQADMIN_COMMANDS = [
 ]
 HOSTILE = "hostile"
 MQADMIN_PREFIX = "mqadmin-"
+# A directory under clients/ with this suffix holds code several rows share: not a row.
+SHARED_SUFFIX = "-common"
 
 # A phase running longer is killed and FAILs (README "The driver contract").
 PHASE_TIMEOUT_S = 180
@@ -134,7 +136,10 @@ class Row:
 
 
 def discover_rows(wanted):
-    rows = [Row(path) for path in sorted(CLIENTS_DIR.iterdir()) if path.is_dir()]
+    rows = [
+        Row(path) for path in sorted(CLIENTS_DIR.iterdir())
+        if path.is_dir() and not path.name.endswith(SHARED_SUFFIX)
+    ]
     if wanted is None:
         return rows
     known = {row.id for row in rows}
