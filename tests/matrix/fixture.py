@@ -115,8 +115,9 @@ def send(connection, topic, group, index):
         "bornTimestamp": str(int(time.time() * 1000)), "flag": "0", "properties": props,
         "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
     }
-    reply = expect_success(connection.call(remoting.SEND_MESSAGE, ext, f"matrix-mqadmin-{index}".encode()), "SEND_MESSAGE")
+    body = f"matrix-mqadmin-{index}"
+    reply = expect_success(connection.call(remoting.SEND_MESSAGE, ext, body.encode()), "SEND_MESSAGE")
     return {
-        "index": index, "key": key, "msgId": uniq_key, "offsetMsgId": reply.get("msgId"),
+        "index": index, "key": key, "body": body, "tag": TAG, "msgId": uniq_key, "offsetMsgId": reply.get("msgId"),
         "queueId": int(reply.get("queueId", index % QUEUES)), "queueOffset": int(reply.get("queueOffset", -1)),
     }
