@@ -9,6 +9,10 @@ set -euo pipefail
 row="$(cd "$(dirname "$0")" && pwd)"
 src="$row/../java-common/src"
 build="$row/.build"
+if [ ! -f "$row/pom.xml" ]; then
+    echo "run this as tests/matrix/clients/<row>/setup.sh (a link to it): $row has no pom.xml" >&2
+    exit 2
+fi
 mkdir -p "$build"
 mvn -B -q -f "$row/pom.xml" dependency:build-classpath -Dmdep.outputFile="$build/classpath"
 rm -rf "$build/classes.new"
