@@ -1,0 +1,1 @@
+../java-common/setup.sh
