@@ -2,7 +2,9 @@
 # The project's one test command (README: "Test"). Builds everything, then runs every unit,
 # property, simulation, crash and integration test of the workspace, and the compatibility
 # tests that drive the official Java and Go clients and Apache's own NameServer and mqadmin
-# (run scripts/fetch-deps.sh once first: they resolve their jars and modules offline).
+# (run scripts/fetch-deps.sh once first: they resolve their jars and modules offline), and at
+# the end the compatibility matrix (scripts/compat-matrix.sh: every client row; a FAIL cell
+# fails this script).
 # The two skipped tests wait for the broker's CONSUMER_SEND_MSG_BACK and delay levels, and
 # for transactional (half) messages.
 set -euo pipefail
@@ -17,3 +19,4 @@ cargo test -p ringmq --locked \
     -- --ignored --test-threads=1 \
     --skip reconsume_later_redelivers_through_the_retry_topic_after_the_delay \
     --skip transactional_messages_reach_consumers_only_when_committed
+scripts/compat-matrix.sh

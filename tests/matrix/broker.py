@@ -1,0 +1,180 @@
+"""The `ringmq standalone --shards 2` process the matrix runs every client against."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+# Shards of the broker under test (the issue: a freshly started standalone with 2 shards).
+SHARDS = 2
+# How long ringmq may take to serve and register: its shards open and preallocate their
+# stores first (tests/broker_support: once more than 30 s on the loaded 2-core host).
+START_TIMEOUT_S = 120
+# How long a SIGTERMed ringmq may take to flush, persist offsets and unregister.
+STOP_TIMEOUT_S = 60
+# How long one `ringmq admin` call may take before the matrix gives up on the broker.
+ADMIN_TIMEOUT_S = 30
+# Random ports tried for a broker port whose VIP port (port - 2) is free as well.
+PORT_ATTEMPTS = 100
+
+BROKER_READY = "ringmq broker listening on "
+# The NameServer's log line for a registration (debug level: enabled by RUST_LOG below).
+REGISTERED = "broker registered"
+RUST_LOG = "info,ringmq::namesrv::processor=debug"
+
+
+class BrokerError(Exception):
+    pass
+
+
+def free_ports():
+    """(P, Q) for the broker and the NameServer, P - 2 (the broker's VIP channel) free too;
+    all three held while the next is picked, so none can be another."""
+    for _ in range(PORT_ATTEMPTS):
+        held = []
+        try:
+            broker = bind(0)
+            held.append(broker)
+            port = broker.getsockname()[1]
+            try:
+                held.append(bind(port - 2))
+            except OSError:
+                continue
+            namesrv = bind(0)
+            held.append(namesrv)
+            return port, namesrv.getsockname()[1]
+        finally:
+            for sock in held:
+                sock.close()
+    raise BrokerError(f"no free port P with P - 2 free in {PORT_ATTEMPTS} attempts")
+
+
+def bind(port):
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+class Broker:
+    cluster = "DefaultCluster"
+    broker_name = "broker-a"
+
+    def __init__(self, ringmq, data_dir, log_path):
+        self.ringmq = ringmq
+        self.data_dir = data_dir
+        self.log_path = log_path
+        broker_port, namesrv_port = free_ports()
+        self.broker_addr = f"127.0.0.1:{broker_port}"
+        self.namesrv_addr = f"127.0.0.1:{namesrv_port}"
+        self.process = None
+        self.lines = []  # output lines of the current process
+        self.changed = threading.Condition()
+
+    def start(self):
+        """Starts ringmq (again, on the same ports and data) and returns once the broker is
+        registered with its NameServer and clusterList shows it."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.changed:
+            self.lines = []
+        self.process = subprocess.Popen(
+            [
+                str(self.ringmq), "standalone",
+                "--shards", str(SHARDS),
+                "--listen", self.broker_addr,
+                "--namesrv-listen", self.namesrv_addr,
+                "--broker-ip", "127.0.0.1",
+                "--data", str(self.data_dir),
+            ],
+            env={**os.environ, "RUST_LOG": RUST_LOG},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
+        threading.Thread(target=self._read, args=(self.process,), daemon=True).start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        self._wait_for(BROKER_READY, deadline)
+        self._wait_for(REGISTERED, deadline)
+        self.check_registered()
+
+    def _read(self, process):
+        with open(self.log_path, "a") as out:
+            out.write(f"--- ringmq started (pid {process.pid}) ---\n")
+            for line in process.stdout:
+                out.write(line)
+                out.flush()
+                with self.changed:
+                    if process is self.process:
+                        self.lines.append(line)
+                    self.changed.notify_all()
+            with self.changed:
+                self.changed.notify_all()
+
+    def _wait_for(self, needle, deadline):
+        with self.changed:
+            while True:
+                if any(needle in line for line in self.lines):
+                    return
+                if self.process.poll() is not None:
+                    raise BrokerError(f"ringmq exited ({self.process.returncode}) before '{needle}'; see {self.log_path}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BrokerError(f"ringmq did not print '{needle}' within {START_TIMEOUT_S} s; see {self.log_path}")
+                # Woken by every output line and at exit; the timeout only bounds the wait.
+                self.changed.wait(min(left, 1.0))
+
+    def admin(self, *args):
+        command = [str(self.ringmq), "admin", *args]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=ADMIN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise BrokerError(f"`{' '.join(command)}` took more than {ADMIN_TIMEOUT_S} s")
+        if done.returncode != 0:
+            raise BrokerError(f"`{' '.join(command)}` failed: {done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout
+
+    def check_registered(self):
+        listing = self.admin("clusterList", "-n", self.namesrv_addr)
+        if self.broker_name not in listing or self.broker_addr not in listing:
+            raise BrokerError(f"clusterList does not show {self.broker_name} at {self.broker_addr}:\n{listing}")
+
+    def create_topic(self, topic, queues):
+        self.admin(
+            "updateTopic", "-n", self.namesrv_addr, "-c", self.cluster,
+            "-t", topic, "-r", str(queues), "-w", str(queues),
+        )
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def exit_code(self):
+        return None if self.process is None else self.process.poll()
+
+    def stop(self):
+        """SIGTERM and wait: ringmq flushes, persists offsets and unregisters on its own."""
+        if self.process is None:
+            return
+        process, self.process = self.process, None
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                raise BrokerError(f"ringmq did not stop within {STOP_TIMEOUT_S} s of SIGTERM (killed)")
+        if process.returncode != 0:
+            raise BrokerError(f"ringmq exited {process.returncode} on SIGTERM; see {self.log_path}")
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def remove_data(self):
+        """Each data directory preallocates about 2 GB."""
+        shutil.rmtree(self.data_dir, ignore_errors=True)
