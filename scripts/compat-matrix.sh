@@ -20,4 +20,6 @@ done
 if [ "$build" = 1 ]; then
     cargo build --release --bin ringmq --locked
 fi
+# The orchestrator's own checks first: a broken orchestrator must not print a green table.
+python3 -m unittest discover -s tests/matrix -p 'test_*.py'
 exec python3 tests/matrix/matrix.py "$@"

@@ -62,6 +62,8 @@ MQADMIN_COMMANDS = [
 ]
 HOSTILE = "hostile"
 MQADMIN_PREFIX = "mqadmin-"
+# A directory under clients/ with this suffix holds code several rows share: not a row.
+SHARED_SUFFIX = "-common"
 
 # A phase running longer is killed and FAILs (README "The driver contract").
 PHASE_TIMEOUT_S = 180
@@ -134,7 +136,10 @@ class Row:
 
 
 def discover_rows(wanted):
-    rows = [Row(path) for path in sorted(CLIENTS_DIR.iterdir()) if path.is_dir()]
+    rows = [
+        Row(path) for path in sorted(CLIENTS_DIR.iterdir())
+        if path.is_dir() and not path.name.endswith(SHARED_SUFFIX)
+    ]
     if wanted is None:
         return rows
     known = {row.id for row in rows}
@@ -152,7 +157,7 @@ class Matrix:
         self.client_scenarios = [scenario for scenario in SCENARIOS if scenario in self.scenarios]
         self.mqadmin_commands = [command for command in MQADMIN_COMMANDS if command in self.scenarios]
         self.broker = Broker(self.ringmq, OUT / "data", OUT / "logs" / "ringmq.log")
-        self.hostile = None  # (Row, Popen, log file, state dir) while attacking
+        self.hostile = None  # (Row, Driver, state dir) while attacking
         self.cells = {}  # (row id, column) -> Cell
         self.cross = {}  # (producer, consumer) -> Cell
         self.row_seconds = {}
@@ -208,16 +213,22 @@ class Matrix:
     def restart_broker(self):
         """SIGTERM, wait, start on the same ports and data. The hostile row is paused
         meanwhile and told (by the epoch file) to discard the round the restart cut."""
-        if self.hostile is not None:
-            os.killpg(self.hostile[1].process.pid, signal.SIGSTOP)
+        self.signal_hostile(signal.SIGSTOP)
         try:
             if self.hostile is not None:
                 epoch = self.hostile[2] / "broker-epoch"
                 epoch.write_text(str(int(epoch.read_text() or "0") + 1))
             self.broker.restart()
         finally:
-            if self.hostile is not None:
-                os.killpg(self.hostile[1].process.pid, signal.SIGCONT)
+            self.signal_hostile(signal.SIGCONT)
+
+    def signal_hostile(self, signum):
+        if self.hostile is None:
+            return
+        try:
+            os.killpg(self.hostile[1].process.pid, signum)
+        except ProcessLookupError:
+            pass  # it ended on its own (its deadline): its cell says so
 
     # --- rows --------------------------------------------------------------------------
 
@@ -226,7 +237,11 @@ class Matrix:
             if not row.set_up:
                 self.cells[(row.id, scenario)] = Cell("FAIL", "not set up (run scripts/fetch-deps.sh)")
                 continue
-            topic, topic2, group = self.topics_for(row, scenario)
+            try:
+                topic, topic2, group = self.topics_for(row, scenario)
+            except BrokerError as err:
+                self.cells[(row.id, scenario)] = Cell("FAIL", f"the orchestrator could not create the topics: {err}")
+                continue
             state = self.fresh_state(row, scenario)
             env = self.env(row, scenario, topic, topic2, group, state)
             if scenario != RESTART_SCENARIO:

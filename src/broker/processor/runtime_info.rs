@@ -36,7 +36,7 @@ const DISK_RATIO_PREFIX: &str = "commitLogDiskRatio_";
 /// Java's values for what ringmq does not measure (yet) or does not have: TPS windows (need a
 /// per-second sampler of the counters), latencies, yesterday's and this morning's totals (need
 /// the counters recorded at midnight), thread-pool queues (none here), the timer wheel (off).
-const UNMEASURED: [(&str, &str); 40] = [
+const UNMEASURED: [(&str, &str); 41] = [
     ("EndTransactionQueueSize", "0"),
     ("EndTransactionThreadPoolQueueCapacity", "0"),
     ("ackThreadPoolQueueCapacity", "0"),
@@ -49,6 +49,9 @@ const UNMEASURED: [(&str, &str); 40] = [
     ("getMissTps", "0.0 0.0 0.0"),
     ("getTotalTps", "0.0 0.0 0.0"),
     ("getTransferredTps", "0.0 0.0 0.0"),
+    // Apache 4.9's spelling of the same, which 4.9 mqadmin's clusterList reads (it throws a
+    // NullPointerException without it); Apache 5.x brokers answer only the new one.
+    ("getTransferedTps", "0.0 0.0 0.0"),
     ("litePullThreadPoolQueueCapacity", "0"),
     ("litePullThreadPoolQueueHeadWaitTimeMills", "0"),
     ("litePullThreadPoolQueueSize", "0"),
