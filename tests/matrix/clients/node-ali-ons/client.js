@@ -104,7 +104,7 @@ function diff(want, got) {
  * what arrived; every wait is bounded by CONSUME_DEADLINE_MS.
  */
 class Recorder extends EventEmitter {
-  constructor(topic, group, opts = {}) {
+  constructor(topic, group, { sub = '*', ...opts } = {}) {
     super();
     this.received = [];
     this.rebalances = 0;
@@ -123,7 +123,7 @@ class Recorder extends EventEmitter {
       this.emit('change');
     };
     this.topic = topic;
-    this.consumer.subscribe(topic, opts.sub || '*', async msg => {
+    this.consumer.subscribe(topic, sub, async msg => {
       this.received.push(msg);
       this.emit('change');
     });

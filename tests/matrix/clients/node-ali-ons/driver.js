@@ -11,6 +11,11 @@ const { env } = c;
 const ALI_ONS_COMPRESS_OVER = 4096;
 /** Above every body the scenarios send, so those producers never compress. */
 const NEVER_COMPRESS = 8 * 1024 * 1024;
+/**
+ * consumeTimestamp (yyyyMMddHHmmss) of the TIMESTAMP group: far ahead, so starting there
+ * would get nothing, and a pass shows the reported committed offset 0 was used instead.
+ */
+const FUTURE_TIMESTAMP = '20991231235959';
 /** Order keys of the `orderly` scenario. */
 const ORDER_KEYS = 10;
 /** Messages of the cross-client set (contract). */
@@ -158,7 +163,7 @@ const scenarios = {
     const froms = [
       [ 'FIRST', { consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET' } ],
       [ 'LAST', { consumeFromWhere: 'CONSUME_FROM_LAST_OFFSET' } ],
-      [ 'TIMESTAMP', { consumeFromWhere: 'CONSUME_FROM_TIMESTAMP', consumeTimestamp: humanTime(Date.now() + 3600e3) } ],
+      [ 'TIMESTAMP', { consumeFromWhere: 'CONSUME_FROM_TIMESTAMP', consumeTimestamp: FUTURE_TIMESTAMP } ],
     ];
     for (const [ name, opts ] of froms) {
       const r = await consumeExactly(env.topic, `${env.group}-${name}`, wants, opts);
@@ -308,13 +313,6 @@ function pattern(n) {
     b[i] = x & 0xff;
   }
   return b;
-}
-
-/** ali-ons' consumeTimestamp format, yyyyMMddHHmmss. */
-function humanTime(ms) {
-  const d = new Date(ms);
-  const p = n => String(n).padStart(2, '0');
-  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
 }
 
 /** Runs an internal step as a new consumer process; fails the phase if the step failed. */
