@@ -21,6 +21,11 @@ const NEVER_COMPRESS: u32 = 64 * 1024 * 1024;
 /// consumeTimestamp (yyyyMMddHHmmss) of the TIMESTAMP group: far ahead, so starting there
 /// would get nothing, and a pass shows the reported committed offset 0 was used instead.
 const FUTURE_TIMESTAMP: &str = "20991231235959";
+/// At most this many messages per key lookup: more than the one each key is sent with, so
+/// duplicates would show.
+const QUERY_MAX_NUM: i32 = 32;
+/// Key lookups cover store times 0..this (ms since the epoch): every message stored.
+const QUERY_END_MS: u64 = u64::MAX / 2;
 /// Poll timeout of the lite pull consumer; polls repeat until the consume deadline.
 const POLL_TIMEOUT_MS: u64 = 1000;
 
@@ -537,8 +542,6 @@ async fn poll_until(c: &DefaultLitePullConsumer, n: usize) -> Res<Vec<Got>> {
 async fn query(env: &Env, rt: &Runtime) -> Res<String> {
     let mut p = rt.producer(env, COMPRESS_OVER).await?;
     let wants = send_n(&p, &env.topic, "query", 0, env.count.min(4)).await?;
-    let begin = 0;
-    let end = u64::MAX / 2;
     let r = async {
         for w in &wants {
             let m = p
@@ -558,7 +561,7 @@ async fn query(env: &Env, rt: &Runtime) -> Res<String> {
                 })?;
             }
             let found = p
-                .query_message(&env.topic, &w.keys, 32, begin, end)
+                .query_message(&env.topic, &w.keys, QUERY_MAX_NUM, 0, QUERY_END_MS)
                 .await
                 .ctx("query by key")?;
             let bodies: Vec<Vec<u8>> = found
