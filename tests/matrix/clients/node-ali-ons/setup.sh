@@ -3,7 +3,10 @@
 # Idempotent: npm ci runs again only when the lock file changed since the last install.
 set -euo pipefail
 cd "$(dirname "$0")"
-command -v node >/dev/null || apt-get install -y -qq nodejs npm >/dev/null
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
 stamp=node_modules/.matrix-installed-lock
 if ! cmp -s package-lock.json "$stamp" 2>/dev/null; then
     npm ci --no-audit --no-fund --loglevel=error
