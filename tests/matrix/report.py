@@ -16,6 +16,17 @@ class Cell:
         return {"status": self.status, "detail": self.detail, "seconds": round(self.seconds, 1)}
 
 
+# Wall-time budgets (tests/matrix/README.md): a client row's own scenarios, and the whole run.
+ROW_BUDGET_S = 3 * 60
+TOTAL_BUDGET_S = 20 * 60
+# The hostile row runs beside all others, so it has the whole run's budget.
+WHOLE_RUN = ("(total)", "(cross-client)", "hostile")
+
+
+def budget(name):
+    return TOTAL_BUDGET_S if name in WHOLE_RUN else ROW_BUDGET_S
+
+
 class Legend:
     """Numbers every FAIL and n/a reason; the table shows `FAIL [n]`, the legend the reason
     and the cells that gave it (one note for a reason many cells share, e.g. "not set up")."""
@@ -86,7 +97,10 @@ def write_reports(out, rows, scenarios, mqadmin_commands, cells, cross, row_seco
             text = legend.label(cell, "hostile")
             detail = f" ({cell.detail})" if cell is not None and cell.status == "PASS" and cell.detail else ""
             sections.append(f"## Hostile input\n\nhostile: {text}{detail}")
-    times = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in row_seconds.items())
+    times = ", ".join(
+        f"{name} {seconds:.0f} s" + (" (over its budget)" if seconds > budget(name) else "")
+        for name, seconds in row_seconds.items()
+    )
     sections.append("## Wall time\n\n" + times)
     if legend.notes:
         sections.append("## Legend (every FAIL and n/a)\n\n" + "\n".join(f"- {note}" for note in legend.lines()))

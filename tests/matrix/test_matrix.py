@@ -126,6 +126,15 @@ class Tables(unittest.TestCase):
         self.assertIn("(b / send-sync, b / send-batch)", table)
         self.assertEqual(results["cells"]["a/send-batch"]["status"], "NA")
 
+    def test_a_row_over_its_budget_is_marked(self):
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+            write_reports(
+                Path(tmp), rows=[], scenarios=[], mqadmin_commands=[], cells={}, cross={},
+                row_seconds={"slow": 181.0, "quick": 179.0, "(total)": 900.0}, ringmq="ringmq",
+            )
+            text = (Path(tmp) / "table.md").read_text()
+        self.assertIn("slow 181 s (over its budget), quick 179 s, (total) 900 s\n", text)
+
 
 class Frames(unittest.TestCase):
     def test_a_frame_reads_back_as_sent(self):

@@ -55,6 +55,13 @@ def attacks(topic, group, rng):
                 "queueId": {"id": 1}, "sysFlag": 1.5, "bornTimestamp": [], "flag": True,
             },
         }) + b"body", False),
+        ("pull with a queueId beyond 32 bits", header({
+            **base, "code": remoting.PULL_MESSAGE, "extFields": {
+                "consumerGroup": group, "topic": topic, "queueId": str(1 << 32), "queueOffset": "0",
+                "maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0",
+                "subscription": "*", "subVersion": "0",
+            },
+        }), False),
         ("update offset with array queueId", header({
             **base, "code": remoting.UPDATE_CONSUMER_OFFSET,
             "extFields": {"consumerGroup": group, "topic": topic, "queueId": [0], "commitOffset": {"o": 1}},
@@ -73,30 +80,53 @@ def attacks(topic, group, rng):
     ]
 
 
-def attack(addr, payload, half_close):
-    """Sends one attack on a new connection; returns (what went wrong or None, what happened):
-    an answer with an error code or a closed connection is right."""
+def attack(addr, payload, half_close, follow_up):
+    """Sends one attack on a new connection; returns (what went wrong or None, what happened).
+    Right are a closed connection, or an error code after which the same connection still
+    serves `follow_up` (a request code), as Apache's does: it closes only on undecodable frames."""
     host, port = addr.rsplit(":", 1)
     try:
         with socket.create_connection((host, int(port)), timeout=READ_TIMEOUT_S) as sock:
             sock.sendall(payload)
             if half_close:
                 sock.shutdown(socket.SHUT_WR)
-            header, _ = remoting.read_frame(sock)
+            try:
+                header, _ = remoting.read_frame(sock)
+            except (EOFError, ConnectionError):
+                return None, "closed"
+            problem, outcome = judge(header)
+            if problem is None and not half_close:
+                problem = follow(sock, follow_up, outcome)
+                outcome += f", then served code {follow_up} on that connection"
+            return problem, outcome
     except socket.timeout:
         return f"neither answered nor closed within {READ_TIMEOUT_S} s", "hang"
-    except (EOFError, ConnectionError):
-        return None, "closed"
     except OSError as err:
         return f"connection error that is not a close: {err}", "error"
     except (remoting.RemotingError, ValueError) as err:
         return f"answered with an unreadable frame: {err}", "unreadable"
+
+
+def judge(header):
     code = header.get("code")
     if not header.get("flag", 0) & remoting.RESPONSE_FLAG:
         return f"answered with a request, not a response: {header}", "request"
     if code == remoting.SUCCESS:
         return f"answered SUCCESS: {header}", "SUCCESS"
     return None, f"code {code} ({header.get('remark', '')})"
+
+
+def follow(sock, code, outcome):
+    """The valid request `code` on the connection that just answered an attack with an error."""
+    opaque, data = remoting.request(code)
+    sock.sendall(data)
+    try:
+        header, _ = remoting.read_frame(sock)
+    except (EOFError, ConnectionError):
+        return f"answered {outcome}, then closed the connection"
+    if header.get("opaque") != opaque or header.get("code") != remoting.SUCCESS:
+        return f"answered {outcome}, then code {code} on the same connection got {header}"
+    return None
 
 
 def valid_requests(broker, namesrv, topic):
@@ -147,8 +177,12 @@ def main():
         seen = epoch(state)
         round_failures, round_answered = [], 0
         for name, payload, half_close in attacks(topic, group, rng):
-            for target, addr in (("broker", broker), ("namesrv", namesrv)):
-                problem, outcome = attack(addr, payload, half_close)
+            targets = (
+                ("broker", broker, remoting.GET_BROKER_RUNTIME_INFO),
+                ("namesrv", namesrv, remoting.GET_BROKER_CLUSTER_INFO),
+            )
+            for target, addr, follow_up in targets:
+                problem, outcome = attack(addr, payload, half_close, follow_up)
                 if rounds == 0:
                     print(f"{target}: {name}: {outcome}", flush=True)
                 if problem is not None:
