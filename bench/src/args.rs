@@ -231,7 +231,7 @@ impl TargetArgs {
         check("queues", self.queues, 1, QUEUES_MAX)?;
         check("connections", self.connections, 1, CONNECTIONS_MAX)?;
         check("threads", self.threads, 1, THREADS_MAX)?;
-        if self.connections % self.threads != 0 {
+        if !self.connections.is_multiple_of(self.threads) {
             return Err(ArgsError::ConnectionsNotDivisible {
                 connections: self.connections,
                 threads: self.threads,
