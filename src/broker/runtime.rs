@@ -33,6 +33,15 @@ pub const PERSIST_INTERVAL: Duration = Duration::from_secs(1);
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// Ports below the VIP offset have no VIP port.
 const VIP_PORT_OFFSET: u16 = 2;
+/// glommio 0.9 can lose a wake-up sent from another executor: the sleeper's "notify me" flag
+/// and the queue of foreign wakers are ordered `Relaxed`, so a peer can queue a waker, see
+/// the flag still unset and skip the eventfd write, while the sleeper, having found the queue
+/// empty, sleeps in io_uring with no timer armed — for good. Seen: a shard asleep while its
+/// peer waited for it to join the router mesh, about one start in 40 with the host at load
+/// 12 ("shards did not start in time"). The reactor drains the foreign wakers on every wake,
+/// so a timer firing this often makes such a wake-up late by at most this much, never lost,
+/// for routed requests, start-up and the stop signal's channels alike; 100 timer wakes a second per idle shard.
+const LOST_WAKEUP_BOUND: Duration = Duration::from_millis(10);
 const META_FILE: &str = "broker.meta";
 
 /// Why a broker could not start.
@@ -89,6 +98,7 @@ pub fn run(mut config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Resul
             .name(&format!("shard-{id}"))
             .io_memory(SHARD_IO_MEMORY_BYTES)
             .spawn(move || async move {
+                glommio::spawn_local(bound_lost_wakeups()).detach();
                 let started = start_shard(id, config, snapshot, control_tables, mesh, vip).await;
                 match started {
                     Ok((shard, bound)) => {
@@ -122,6 +132,13 @@ pub fn run(mut config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Resul
         let _ = handle.join();
     }
     Ok(())
+}
+
+/// Wakes this executor every [`LOST_WAKEUP_BOUND`] for as long as it runs.
+async fn bound_lost_wakeups() {
+    loop {
+        glommio::timer::sleep(LOST_WAKEUP_BOUND).await;
+    }
 }
 
 fn data_err(dir: &Path, err: impl std::fmt::Display) -> StartError {
@@ -295,6 +312,9 @@ async fn stop_shard(shard: &BrokerShard) {
 /// at 100 % of its core.
 fn stop_on_signal(stops: Vec<SharedSender<()>>, signals: &libc::sigset_t) {
     let stopped = crate::client::block_on(async move {
+        // Connecting waits on the shards' executors: a lost wake-up here would leave SIGTERM
+        // unheard and every shard spinning on its unconnected stop channel (seen).
+        let _wakeups = glommio::spawn_local(bound_lost_wakeups());
         let mut connected = Vec::with_capacity(stops.len());
         for stop in stops {
             connected.push(stop.connect().await);
