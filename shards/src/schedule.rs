@@ -193,15 +193,9 @@ impl DelayLevels {
             return Ok(None);
         }
         let properties = std::str::from_utf8(&message.properties).unwrap_or("");
-        let Some(delay) = find_property(properties, DELAY) else {
+        let Some(asked) = asked_delay(properties)? else {
             return Ok(None);
         };
-        let asked: i32 = delay
-            .parse()
-            .map_err(|_| ScheduleError::BadDelay(delay.to_owned()))?;
-        if asked <= 0 {
-            return Ok(None);
-        }
         let level = (asked as usize).min(self.count());
         let (level_text, queue_text) = (level.to_string(), message.queue_id.to_string());
         let mut pairs = parse_properties(properties);
@@ -213,6 +207,18 @@ impl DelayLevels {
         message.queue_id = level as i32 - 1;
         Ok(Some(level))
     }
+}
+
+/// The delay level a message's `properties` ask for: `Some(n)` for DELAY=n>0, `None` for no
+/// DELAY or n≤0 (not delayed, as Apache), an error for a DELAY that is not an integer.
+pub fn asked_delay(properties: &str) -> Result<Option<i32>, ScheduleError> {
+    let Some(delay) = find_property(properties, DELAY) else {
+        return Ok(None);
+    };
+    let asked: i32 = delay
+        .parse()
+        .map_err(|_| ScheduleError::BadDelay(delay.to_owned()))?;
+    Ok((asked > 0).then_some(asked))
 }
 
 fn set_property(pairs: &mut Vec<(String, String)>, name: &str, value: &str) {

@@ -14,7 +14,7 @@ use crate::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeade
 use crate::protocol::message::record::{find_property, format_properties, property, Message};
 use crate::protocol::message::{decode_batch, OffsetMsgId};
 use bytes::Bytes;
-use ringmq_shards::schedule::property_name::DELAY;
+use ringmq_shards::schedule::asked_delay;
 use ringmq_shards::AppendResult;
 
 /// Property the Java broker (4.9+) adds to every stored message: the cluster that stored it.
@@ -119,8 +119,7 @@ impl BrokerShard {
         let properties = header.properties.as_deref().unwrap_or("");
         let messages = if batch {
             // Apache refuses a delayed batch (CommitLog.asyncPutMessages).
-            if find_property(properties, DELAY).is_some_and(|d| d.parse().is_ok_and(|n: i32| n > 0))
-            {
+            if matches!(asked_delay(properties), Ok(Some(_))) {
                 return Err(BrokerError::MessageIllegal(
                     "a batch cannot be delayed".into(),
                 ));
