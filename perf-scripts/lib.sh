@@ -109,15 +109,24 @@ EOF
 RINGMQ_BIN=${RINGMQ_BIN:-$ROOT/target/release/ringmq}
 BENCH_BIN=${BENCH_BIN:-$ROOT/target/release/ringmq-bench}
 SHARDS=${SHARDS:-2}
+# The broker kind `ringmq-base`: a second ringmq binary (say, a release build of main) started
+# exactly as `ringmq` is, so that one run compares two builds under the same load.
+RINGMQ_BASE_BIN=${RINGMQ_BASE_BIN:-/work/baseline/ringmq}
 
-# start_ringmq DIR FLUSH NAMESRV_PORT BROKER_PORT: `ringmq standalone` on loopback; sets
-# BROKER_PID, NAMESRV_ADDR.
+# need_ringmq_base: dies unless the ringmq-base binary is there.
+need_ringmq_base() {
+    [ -x "$RINGMQ_BASE_BIN" ] ||
+        die "broker kind ringmq-base needs a ringmq binary: none at '$RINGMQ_BASE_BIN' (set RINGMQ_BASE_BIN=/path/to/ringmq)"
+}
+
+# start_ringmq DIR FLUSH NAMESRV_PORT BROKER_PORT [BIN]: `ringmq standalone` (BIN, by default
+# RINGMQ_BIN) on loopback; sets BROKER_PID, NAMESRV_ADDR.
 start_ringmq() {
-    local dir=$1 flush=$2 ns_port=$3 broker_port=$4
-    [ -x "$RINGMQ_BIN" ] || die "no ringmq binary at $RINGMQ_BIN"
+    local dir=$1 flush=$2 ns_port=$3 broker_port=$4 bin=${5:-$RINGMQ_BIN}
+    [ -x "$bin" ] || die "no ringmq binary at $bin"
     mkdir -p "$dir"
     ulimit -l unlimited 2>/dev/null || true
-    "$RINGMQ_BIN" standalone --listen "127.0.0.1:$broker_port" --namesrv-listen "127.0.0.1:$ns_port" \
+    "$bin" standalone --listen "127.0.0.1:$broker_port" --namesrv-listen "127.0.0.1:$ns_port" \
         --shards "$SHARDS" --data "$dir/data" --flush-disk-type "$flush" --broker-ip 127.0.0.1 \
         >"$dir/ringmq.out" 2>&1 &
     BROKER_PID=$!
@@ -126,11 +135,19 @@ start_ringmq() {
     NAMESRV_ADDR=127.0.0.1:$ns_port
 }
 
-# start_broker KIND DIR FLUSH: either broker on this script's ports.
+# BROKER_KINDS_KNOWN: what start_broker can start.
+BROKER_KINDS_KNOWN="apache ringmq ringmq-base"
+
+# start_broker KIND DIR FLUSH: any broker kind on this script's ports (each kind its own, so a
+# start never meets the previous kind's sockets).
 start_broker() {
     case $1 in
     apache) start_apache "$2" "$3" "${APACHE_NAMESRV_PORT:-29876}" "${APACHE_BROKER_PORT:-20911}" ;;
     ringmq) start_ringmq "$2" "$3" "${RINGMQ_NAMESRV_PORT:-39876}" "${RINGMQ_BROKER_PORT:-30911}" ;;
-    *) die "unknown broker kind $1" ;;
+    ringmq-base)
+        need_ringmq_base
+        start_ringmq "$2" "$3" "${RINGMQ_BASE_NAMESRV_PORT:-49876}" "${RINGMQ_BASE_BROKER_PORT:-40911}" "$RINGMQ_BASE_BIN"
+        ;;
+    *) die "unknown broker kind $1 (known: $BROKER_KINDS_KNOWN)" ;;
     esac
 }

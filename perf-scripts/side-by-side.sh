@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Apache RocketMQ and ringmq under the same ringmq-bench workloads, one after the other, in one
-# run on this host, and a table of ratios (ringmq / Apache). See docs/BENCHMARKS.md.
+# run on this host, and a table of ratios (ringmq / Apache, and ringmq / ringmq-base when a
+# second ringmq binary runs too). See docs/BENCHMARKS.md.
 #
 #   perf-scripts/side-by-side.sh [--seconds N] [--reps R] [--brokers "apache ringmq"] [--out DIR]
-#                                [--skip-build] [--no-limits]
+#                                [--bench-bin PATH] [--base-bin PATH] [--skip-build] [--no-limits]
+#
+# Broker kinds (--brokers, run in the order given, each repetition):
+#   apache       Apache RocketMQ 5.3.3 (fetched by perf-scripts/apache/pom.xml)
+#   ringmq       `ringmq standalone` from RINGMQ_BIN (default target/release/ringmq, built here)
+#   ringmq-base  the same start of another ringmq binary: --base-bin or RINGMQ_BASE_BIN
+#                (default /work/baseline/ringmq), e.g. today's main beside a change
+# Every broker is driven by the one bench binary: --bench-bin or BENCH_BIN (default
+# target/release/ringmq-bench, built here); give a prebuilt one to compare two ringmq builds
+# under the very same client. --skip-build builds nothing.
 #
 # Per repetition, per broker (each started fresh, data in OUT, removed after):
 #   ASYNC_FLUSH broker: async-1k (1 KiB, 16 producers, 4 sends in flight each), size-16k,
@@ -29,6 +39,8 @@ while [ $# -gt 0 ]; do
     --seconds) RUN_SECONDS=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --brokers) BROKER_KINDS=$2; shift 2 ;;
+    --bench-bin) BENCH_BIN=$2; shift 2 ;;
+    --base-bin) RINGMQ_BASE_BIN=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --skip-build) BUILD=0; shift ;;
     --no-limits) LIMITS=0; shift ;;
@@ -38,19 +50,45 @@ done
 # Bounds: a run is at most 10 minutes of load per workload, at most 10 repetitions.
 [[ $RUN_SECONDS =~ ^[0-9]+$ && $RUN_SECONDS -ge 1 && $RUN_SECONDS -le 600 ]] || die "--seconds must be 1..600"
 [[ $REPS =~ ^[0-9]+$ && $REPS -ge 1 && $REPS -le 10 ]] || die "--reps must be 1..10"
+# Every kind is checked before anything starts, so a typo does not surface an hour in.
+has_kind() { [[ " $BROKER_KINDS " == *" $1 "* ]]; }
+for kind in $BROKER_KINDS; do
+    [[ " $BROKER_KINDS_KNOWN " == *" $kind "* ]] || die "unknown broker kind $kind (known: $BROKER_KINDS_KNOWN)"
+done
+[ -n "${BROKER_KINDS// /}" ] || die "--brokers names no broker"
+! has_kind ringmq-base || need_ringmq_base
 
 if [ "$BUILD" = 1 ]; then
-    log "building release binaries"
-    (cd "$ROOT" && cargo build --release -q -p ringmq-bench && { [[ $BROKER_KINDS != *ringmq* ]] || cargo build --release -q -p ringmq; })
+    # Only what this run uses from target/release: a bench binary given from elsewhere is used
+    # as it is, and ringmq is built only for the kind `ringmq`.
+    if [ "$BENCH_BIN" = "$ROOT/target/release/ringmq-bench" ]; then
+        log "building ringmq-bench (release)"
+        (cd "$ROOT" && cargo build --release -q -p ringmq-bench)
+    fi
+    if has_kind ringmq && [ "$RINGMQ_BIN" = "$ROOT/target/release/ringmq" ]; then
+        log "building ringmq (release)"
+        (cd "$ROOT" && cargo build --release -q -p ringmq)
+    fi
 fi
 [ -x "$BENCH_BIN" ] || die "no ringmq-bench at $BENCH_BIN"
+! has_kind ringmq || [ -x "$RINGMQ_BIN" ] || die "no ringmq binary at $RINGMQ_BIN"
 mkdir -p "$OUT"
 {
     echo "Apache broker JVM: $APACHE_BROKER_JAVA_OPTS"
     echo "Apache NameServer JVM: $APACHE_NAMESRV_JAVA_OPTS"
     echo "Apache broker.conf: defaults + brokerIP1/bindAddress=127.0.0.1, flushDiskType per phase"
     echo "ringmq: standalone --shards $SHARDS --flush-disk-type per phase"
-    echo "java: $(java -version 2>&1 | head -1)"
+    echo "brokers, in run order: $BROKER_KINDS"
+    describe_bin() { printf '%s (sha256 %s)' "$1" "$(sha256sum "$1" | cut -c1-16)"; }
+    echo "bench binary: $(describe_bin "$BENCH_BIN")"
+    ! has_kind ringmq || echo "ringmq binary: $(describe_bin "$RINGMQ_BIN")"
+    if has_kind ringmq-base; then
+        echo "ringmq-base binary: $(describe_bin "$RINGMQ_BASE_BIN")"
+        # A COMMIT file beside the binary (as /work/baseline keeps) says what it was built from.
+        [ ! -f "$(dirname "$RINGMQ_BASE_BIN")/COMMIT" ] ||
+            echo "ringmq-base commit: $(cat "$(dirname "$RINGMQ_BASE_BIN")/COMMIT")"
+    fi
+    ! has_kind apache || echo "java: $(java -version 2>&1 | head -1)"
     echo "seconds per workload: $RUN_SECONDS; warm-up per broker start: ${WARMUP_SECONDS}s; repetitions: $REPS"
 } >"$OUT/settings.txt"
 "$BENCH_BIN" host --data-path "$OUT" >"$OUT/host.json"
