@@ -63,7 +63,7 @@ ROWS = [
     ("e2e", "end-to-end p99", "µs", latency("consume", "p99"), "lower"),
     ("e2e", "end-to-end p99.9", "µs", latency("consume", "p999"), "lower"),
     ("async-1k", "broker RSS idle", "MiB", rss_mib("rss_idle_kib"), "lower"),
-    ("async-1k", "broker RSS peak (whole phase)", "MiB", rss_mib("rss_peak_kib"), "lower"),
+    ("async-1k", "broker RSS peak (whole phase)", "MiB", rss_mib("rss_peak_kib"), "lower", ASYNC_PHASE),
 ]
 
 # Added to the table when ringmq-base ran: what a change costs per message in every workload,
