@@ -116,7 +116,7 @@ RINGMQ_BASE_BIN=${RINGMQ_BASE_BIN:-/work/baseline/ringmq}
 # need_ringmq_base: dies unless the ringmq-base binary is there.
 need_ringmq_base() {
     [ -x "$RINGMQ_BASE_BIN" ] ||
-        die "broker kind ringmq-base needs a ringmq binary: none at '$RINGMQ_BASE_BIN' (set RINGMQ_BASE_BIN=/path/to/ringmq)"
+        die "broker kind ringmq-base needs a ringmq binary: none at '$RINGMQ_BASE_BIN' (RINGMQ_BASE_BIN=/path/to/ringmq, or side-by-side's --base-bin)"
 }
 
 # start_ringmq DIR FLUSH NAMESRV_PORT BROKER_PORT [BIN]: `ringmq standalone` (BIN, by default

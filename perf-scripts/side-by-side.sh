@@ -4,7 +4,8 @@
 # second ringmq binary runs too). See docs/BENCHMARKS.md.
 #
 #   perf-scripts/side-by-side.sh [--seconds N] [--reps R] [--brokers "apache ringmq"] [--out DIR]
-#                                [--bench-bin PATH] [--base-bin PATH] [--skip-build] [--no-limits]
+#                                [--bench-bin PATH] [--base-bin PATH] [--alternate] [--skip-build]
+#                                [--no-limits]
 #
 # Broker kinds (--brokers, run in the order given, each repetition):
 #   apache       Apache RocketMQ 5.3.3 (fetched by perf-scripts/apache/pom.xml)
@@ -13,7 +14,9 @@
 #                (default /work/baseline/ringmq), e.g. today's main beside a change
 # Every broker is driven by the one bench binary: --bench-bin or BENCH_BIN (default
 # target/release/ringmq-bench, built here); give a prebuilt one to compare two ringmq builds
-# under the very same client. --skip-build builds nothing.
+# under the very same client. --skip-build builds nothing. --alternate runs the kinds in the
+# reverse order in every second repetition, so that going first or second (a fresh page cache,
+# the previous broker's files just removed) does not favour one kind in every repetition.
 #
 # Per repetition, per broker (each started fresh, data in OUT, removed after):
 #   ASYNC_FLUSH broker: async-1k (1 KiB, 16 producers, 4 sends in flight each), size-16k,
@@ -34,6 +37,7 @@ BROKER_KINDS="apache ringmq"
 OUT=$ROOT/target/side-by-side/$(date -u +%Y%m%dT%H%M%SZ)
 BUILD=1
 LIMITS=1
+ALTERNATE=0
 while [ $# -gt 0 ]; do
     case $1 in
     --seconds) RUN_SECONDS=$2; shift 2 ;;
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --skip-build) BUILD=0; shift ;;
     --no-limits) LIMITS=0; shift ;;
+    --alternate) ALTERNATE=1; shift ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
     esac
 done
@@ -74,11 +79,13 @@ fi
 ! has_kind ringmq || [ -x "$RINGMQ_BIN" ] || die "no ringmq binary at $RINGMQ_BIN"
 mkdir -p "$OUT"
 {
-    echo "Apache broker JVM: $APACHE_BROKER_JAVA_OPTS"
-    echo "Apache NameServer JVM: $APACHE_NAMESRV_JAVA_OPTS"
-    echo "Apache broker.conf: defaults + brokerIP1/bindAddress=127.0.0.1, flushDiskType per phase"
+    if has_kind apache; then
+        echo "Apache broker JVM: $APACHE_BROKER_JAVA_OPTS"
+        echo "Apache NameServer JVM: $APACHE_NAMESRV_JAVA_OPTS"
+        echo "Apache broker.conf: defaults + brokerIP1/bindAddress=127.0.0.1, flushDiskType per phase"
+    fi
     echo "ringmq: standalone --shards $SHARDS --flush-disk-type per phase"
-    echo "brokers, in run order: $BROKER_KINDS"
+    echo "brokers, in run order: $BROKER_KINDS$([ "$ALTERNATE" = 0 ] || echo ', reversed in even repetitions')"
     describe_bin() { printf '%s (sha256 %s)' "$1" "$(sha256sum "$1" | cut -c1-16)"; }
     echo "bench binary: $(describe_bin "$BENCH_BIN")"
     ! has_kind ringmq || echo "ringmq binary: $(describe_bin "$RINGMQ_BIN")"
@@ -150,7 +157,11 @@ e2e_phase() {
 
 msg_rate() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["produce"]["msg_per_s"]))' "$1" 2>/dev/null || echo 0; }
 
+KINDS_FORWARD=$BROKER_KINDS
+KINDS_REVERSED=$(echo "$BROKER_KINDS" | tr ' ' '\n' | grep . | tac | tr '\n' ' ')
 for rep in $(seq 1 "$REPS"); do
+    BROKER_KINDS=$KINDS_FORWARD
+    if [ "$ALTERNATE" = 1 ] && [ $((rep % 2)) = 0 ]; then BROKER_KINDS=$KINDS_REVERSED; fi
     for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" async_phase; done
     E2E_RATE=
     for kind in $BROKER_KINDS; do
