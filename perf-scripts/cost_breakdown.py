@@ -160,6 +160,8 @@ RULES = [
     ("other", "glommio reactor (io_uring submit/complete, polls, timers, park)", [
         r"glommio::(reactor|parking|sys|iou|timer)::",
         r"(__do_sys_io_uring_enter|io_uring_enter\w*|io_submit_sqes|io_cqring_wait)$",
+        # liburing, which glommio carries (its frames alone when the stack above is cut)
+        r"(__sys_io_uring_enter\w*|_?_?io_uring_(submit|get_cqe|wait_cqe|peek)\w*)$",
     ]),
     ("other", "glommio executor (task queues, spawn, wake)", [
         r"glommio::",
@@ -348,6 +350,8 @@ SELF_TEST = [
                  *SERVE]),
     ("other", ["[k] io_cqring_wait", "[k] __do_sys_io_uring_enter", "glommio::sys::uring::SleepableRing::sleep",
                "glommio::reactor::Reactor::react", "glommio::executor::LocalExecutor::run"]),
+    ("other", ["[k] io_submit_sqes", "[k] __do_sys_io_uring_enter", "syscall", "__sys_io_uring_enter2",
+               "__io_uring_submit"]),
     ("other", ["ringmq::broker::runtime::bound_lost_wakeups::{{closure}}", "glommio::task::raw::RawTask<F,R,S>::run"]),
     # plausible new names: a bus crate, a dispatch module, split writers and frame heads
     ("route", ["ringmq_bus::mesh::Bus::forward::{{closure}}", "ringmq::broker::dispatch::Dispatcher::dispatch::{{closure}}",
