@@ -4,8 +4,9 @@
 //!
 //! Contract of a [`DiskFile`]: `write_at` positions and lengths are multiples of
 //! [`BLOCK_BYTES`] (O_DIRECT); a write is durable only after a later `sync` returns Ok; until
-//! then a crash may lose it or tear it (keep any prefix of it). Namespace changes (create,
-//! rename, remove) are durable only after `sync_dir` of the directory.
+//! then a crash may lose it or tear it (keep any prefix of it). A length change by `truncate`
+//! likewise: a crash before the `sync` may keep it or not. Namespace changes (create, rename,
+//! remove) are durable only after `sync_dir` of the directory.
 
 use bytes::Bytes;
 use std::io;
@@ -44,6 +45,9 @@ pub trait DiskFile {
     async fn sync(&self) -> io::Result<()>;
     /// Reserves space for `len` bytes so later writes below it cannot fail with ENOSPC.
     async fn allocate(&self, len: u64) -> io::Result<()>;
+    /// Sets the length to `len` (any value), cutting the file or extending it with zeros:
+    /// how a file written in whole blocks gets its exact length. Durable after a later `sync`.
+    async fn truncate(&self, len: u64) -> io::Result<()>;
     /// Current file length.
     async fn len(&self) -> io::Result<u64>;
 }

@@ -13,6 +13,7 @@ mod consumer_offsets;
 mod dsync_ring;
 pub mod error;
 pub mod event;
+mod file_replace;
 pub mod io;
 mod key_index;
 mod meta_file;
@@ -26,6 +27,7 @@ pub mod sim_io;
 
 pub use config::{FlushMode, LogConfig, ShardConfig};
 pub use error::StoreError;
+pub use file_replace::{replace_file, tmp_path, REPLACE_BYTES_MAX};
 pub use io::{Clock, Disk, DiskFile};
 pub use key_index::KeyQuery;
 pub use offset::PhysicalOffset;

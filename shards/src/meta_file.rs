@@ -1,13 +1,15 @@
-//! Crash-safe small files (checkpoint, consumer offsets): write a new copy beside the old,
-//! fsync it, rename it over the old, fsync the directory. The copy carries a magic, a
-//! sequence number and a crc32c, so a torn or foreign file is detected, never trusted.
+//! Crash-safe small files (checkpoint, consumer offsets), replaced whole through
+//! [`replace_file`]. The file carries a magic, a sequence number and a crc32c, so a torn or
+//! foreign file is detected, never trusted.
 //!
-//! Layout (padded with zeros to whole blocks): `magic u32 | seq u64 | payload_len u32 |
-//! crc32c(seq, payload_len, payload) u32 | payload`.
+//! Layout: `magic u32 | seq u64 | payload_len u32 | crc32c(seq, payload_len, payload) u32 |
+//! payload` (files written before the exact-length replace are padded with zeros to whole
+//! blocks; the reader ignores what follows the payload).
 
 use crate::error::{Result, StoreError};
-use crate::io::{align_up, Disk, DiskFile};
-use std::path::{Path, PathBuf};
+use crate::file_replace::replace_file;
+use crate::io::{Disk, DiskFile};
+use std::path::Path;
 
 /// "RMQM": identifies our metadata files.
 const META_MAGIC: u32 = 0x524D_514D;
@@ -22,33 +24,19 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> StoreError {
     }
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    path.with_file_name(name)
-}
-
-/// Replaces the file at `path` with `payload`, atomically and durably.
+/// Replaces the file at `path` with `payload` framed as above, atomically and durably.
 pub async fn write_meta<D: Disk>(disk: &D, path: &Path, seq: u64, payload: &[u8]) -> Result<()> {
     if payload.len() > META_PAYLOAD_BYTES_MAX {
         return Err(StoreError::LimitReached("metadata file size"));
     }
-    let tmp = tmp_path(path);
-    let file = disk.open(&tmp, true).await?;
-    let mut buf = file.alloc_buffer(align_up((HEADER_BYTES + payload.len()) as u64) as usize);
-    let out = buf.as_mut();
-    out[0..4].copy_from_slice(&META_MAGIC.to_be_bytes());
-    out[4..12].copy_from_slice(&seq.to_be_bytes());
-    out[12..16].copy_from_slice(&(payload.len() as u32).to_be_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&out[4..16]), payload);
-    out[16..20].copy_from_slice(&crc.to_be_bytes());
-    out[HEADER_BYTES..HEADER_BYTES + payload.len()].copy_from_slice(payload);
-    out[HEADER_BYTES + payload.len()..].fill(0);
-    file.write_at(0, buf).await?;
-    file.sync().await?;
-    disk.rename(&tmp, path).await?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    disk.sync_dir(dir).await?;
+    let mut file = Vec::with_capacity(HEADER_BYTES + payload.len());
+    file.extend_from_slice(&META_MAGIC.to_be_bytes());
+    file.extend_from_slice(&seq.to_be_bytes());
+    file.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&file[4..16]), payload);
+    file.extend_from_slice(&crc.to_be_bytes());
+    file.extend_from_slice(payload);
+    replace_file(disk, path, &file).await?;
     Ok(())
 }
 

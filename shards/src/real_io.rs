@@ -1,6 +1,8 @@
 //! The real disk and clock: glommio DMA files (O_DIRECT through io_uring) and glommio timers.
-//! Must run inside a glommio executor. Directory listing and creation use blocking std calls:
-//! they happen only when a shard opens or creates a queue, never per message.
+//! Must run inside a glommio executor. Truncation and renames go through the executor's side
+//! ring ([`crate::dsync_ring`]), not glommio's blocking thread pool. Directory listing and
+//! creation and `exists` use blocking std calls: metadata only, when a shard opens or creates
+//! a queue or a small file is replaced, never per message.
 
 use crate::dsync_ring::DsyncRing;
 use crate::io::{Clock, Disk, DiskFile};
@@ -40,8 +42,8 @@ pub struct RealFile {
     write_through: bool,
     /// Set under `RwfDsync`: the ring the writes go through.
     dsync_ring: Option<Rc<DsyncRing>>,
-    /// An allocation changed metadata that only an fdatasync makes durable.
-    allocated: Cell<bool>,
+    /// An allocation or truncation changed metadata that only an fdatasync makes durable.
+    metadata_changed: Cell<bool>,
 }
 
 impl DiskFile for RealFile {
@@ -73,7 +75,7 @@ impl DiskFile for RealFile {
     }
 
     async fn sync(&self) -> io::Result<()> {
-        if self.write_through && !self.allocated.replace(false) {
+        if self.write_through && !self.metadata_changed.replace(false) {
             return Ok(());
         }
         Ok(self.file.fdatasync().await?)
@@ -83,7 +85,16 @@ impl DiskFile for RealFile {
         // Set the size now too, so later writes never change it: fdatasync then has no
         // inode size to journal.
         self.file.pre_allocate(len, false).await?;
-        self.allocated.set(true);
+        self.metadata_changed.set(true);
+        Ok(())
+    }
+
+    async fn truncate(&self, len: u64) -> io::Result<()> {
+        // Not glommio's DmaFile::truncate: that runs on its blocking thread pool.
+        DsyncRing::get()?
+            .ftruncate(self.file.as_raw_fd(), len)
+            .await?;
+        self.metadata_changed.set(true);
         Ok(())
     }
 
@@ -143,7 +154,7 @@ impl Disk for RealDisk {
             file,
             write_through: self.durability != Durability::Fdatasync,
             dsync_ring,
-            allocated: Cell::new(false),
+            metadata_changed: Cell::new(false),
         })
     }
 
@@ -158,7 +169,8 @@ impl Disk for RealDisk {
     }
 
     async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        Ok(glommio::io::rename(from, to).await?)
+        // Not glommio::io::rename: that runs on its blocking thread pool.
+        DsyncRing::get()?.rename(from, to).await
     }
 
     async fn remove(&self, path: &Path) -> io::Result<()> {

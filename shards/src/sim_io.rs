@@ -1,11 +1,13 @@
 //! The simulated disk and clock: in memory, deterministic from a seed, and hostile.
 //!
 //! Faults it injects: at [`SimDisk::crash`] every write not yet made durable by `sync` is
-//! independently kept, dropped or torn (an arbitrary prefix lands), and un-synced namespace
-//! changes are kept up to a random point of their order; `sync` fails with EIO at a chosen
-//! rate (the writes then stay non-durable); writes beyond allocated space fail with ENOSPC
-//! when the configured capacity is used up. File handles opened before a crash fail with EIO
-//! afterwards, as a dead process's would.
+//! independently kept, dropped or torn (an arbitrary prefix lands), every such length change
+//! (`truncate`) kept or dropped, and un-synced namespace changes are kept up to a random point
+//! of their order; `sync` fails with EIO at a chosen rate (the changes then stay
+//! non-durable); writes beyond allocated space fail with ENOSPC when the configured capacity
+//! is used up. A crash can also be armed to strike at the n-th seam call from now
+//! ([`SimDisk::set_crash_after_ops`]), to crash a protocol at each of its steps. File handles
+//! opened before a crash fail with EIO afterwards, as a dead process's would.
 //!
 //! Simplification: `sync_dir` makes every pending namespace change durable, not only those of
 //! that directory (the engine syncs the directory after each change it depends on anyway).
@@ -53,9 +55,24 @@ struct Inode {
     data: Vec<u8>,
     /// What survives a crash for sure.
     durable: Vec<u8>,
-    /// Writes since the last successful sync, in order.
-    pending: Vec<(u64, Vec<u8>)>,
+    /// Changes since the last successful sync, in order.
+    pending: Vec<Change>,
     allocated: u64,
+}
+
+/// A change to a file's contents that is not durable until a sync.
+enum Change {
+    Write { pos: u64, data: Vec<u8> },
+    SetLen(u64),
+}
+
+impl Change {
+    fn apply(&self, image: &mut Vec<u8>) {
+        match self {
+            Change::Write { pos, data } => apply(image, *pos, data),
+            Change::SetLen(len) => image.resize(*len as usize, 0),
+        }
+    }
 }
 
 fn apply(image: &mut Vec<u8>, pos: u64, data: &[u8]) {
@@ -85,6 +102,8 @@ struct SimState {
     fsync_fail_per_mille: u32,
     /// Bumped at each crash; handles from an older generation are dead.
     generation: u64,
+    /// Seam calls left before an armed crash strikes (see [`SimDisk::set_crash_after_ops`]).
+    crash_after_ops: Option<u64>,
 }
 
 impl SimState {
@@ -126,6 +145,61 @@ impl SimState {
         Self::apply_namespace(&mut self.names, &op);
         self.namespace_pending.push(op);
     }
+
+    /// Counts one seam call towards an armed crash: the call it falls on crashes the disk
+    /// before taking effect, and fails.
+    fn step(&mut self) -> io::Result<()> {
+        match self.crash_after_ops {
+            None => Ok(()),
+            Some(0) => {
+                self.crash_after_ops = None;
+                self.crash();
+                Err(io::Error::other("simulated crash"))
+            }
+            Some(n) => {
+                self.crash_after_ops = Some(n - 1);
+                Ok(())
+            }
+        }
+    }
+
+    /// See [`SimDisk::crash`].
+    fn crash(&mut self) {
+        self.generation += 1;
+        let keep = self.rng.below(self.namespace_pending.len() as u64 + 1) as usize;
+        let mut names = self.names_durable.clone();
+        for op in &self.namespace_pending[..keep] {
+            SimState::apply_namespace(&mut names, op);
+        }
+        self.names = names.clone();
+        self.names_durable = names;
+        self.namespace_pending.clear();
+        let mut ids: Vec<u64> = self.inodes.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let node = self.inodes.get_mut(&id).expect("listed");
+            let mut image = std::mem::take(&mut node.durable);
+            for change in std::mem::take(&mut node.pending) {
+                match change {
+                    Change::Write { pos, data } => match self.rng.below(10) {
+                        0..=3 => apply(&mut image, pos, &data),
+                        4..=5 => {
+                            let torn = self.rng.below(data.len() as u64 + 1) as usize;
+                            apply(&mut image, pos, &data[..torn]);
+                        }
+                        _ => {}
+                    },
+                    Change::SetLen(len) => {
+                        if self.rng.chance(500) {
+                            image.resize(len as usize, 0);
+                        }
+                    }
+                }
+            }
+            node.data = image.clone();
+            node.durable = image;
+        }
+    }
 }
 
 /// Handle to the simulated disk; clones share it.
@@ -148,6 +222,7 @@ impl SimDisk {
             capacity_bytes,
             fsync_fail_per_mille: 0,
             generation: 0,
+            crash_after_ops: None,
         };
         Self {
             state: Rc::new(RefCell::new(state)),
@@ -169,38 +244,22 @@ impl SimDisk {
         self.state.borrow_mut().fsync_fail_per_mille = per_mille;
     }
 
-    /// Simulates power loss: non-durable writes are kept, dropped or torn at random,
-    /// un-synced namespace changes survive up to a random point, open handles die.
+    /// Simulates power loss: non-durable writes are kept, dropped or torn at random, length
+    /// changes kept or dropped, un-synced namespace changes survive up to a random point,
+    /// open handles die.
     pub fn crash(&self) {
-        let mut guard = self.state.borrow_mut();
-        let state = &mut *guard;
-        state.generation += 1;
-        let keep = state.rng.below(state.namespace_pending.len() as u64 + 1) as usize;
-        let mut names = state.names_durable.clone();
-        for op in &state.namespace_pending[..keep] {
-            SimState::apply_namespace(&mut names, op);
-        }
-        state.names = names.clone();
-        state.names_durable = names;
-        state.namespace_pending.clear();
-        let mut ids: Vec<u64> = state.inodes.keys().copied().collect();
-        ids.sort_unstable();
-        for id in ids {
-            let node = state.inodes.get_mut(&id).expect("listed");
-            let mut image = std::mem::take(&mut node.durable);
-            for (pos, data) in std::mem::take(&mut node.pending) {
-                match state.rng.below(10) {
-                    0..=3 => apply(&mut image, pos, &data),
-                    4..=5 => {
-                        let torn = state.rng.below(data.len() as u64 + 1) as usize;
-                        apply(&mut image, pos, &data[..torn]);
-                    }
-                    _ => {}
-                }
-            }
-            node.data = image.clone();
-            node.durable = image;
-        }
+        self.state.borrow_mut().crash();
+    }
+
+    /// Arms a crash to strike at the seam call `ops` calls from now (0: the next one), before
+    /// that call takes effect (it then fails); `None` disarms.
+    pub fn set_crash_after_ops(&self, ops: Option<u64>) {
+        self.state.borrow_mut().crash_after_ops = ops;
+    }
+
+    /// Crashes so far, by [`SimDisk::crash`] or an armed one.
+    pub fn crashes(&self) -> u64 {
+        self.state.borrow().generation
     }
 }
 
@@ -220,7 +279,9 @@ pub struct SimFile {
 }
 
 impl SimFile {
+    /// Counts the call ([`SimState::step`]) and checks that the handle survived any crash.
     fn live<'a>(&self, state: &'a mut SimState) -> io::Result<&'a mut SimState> {
+        state.step()?;
         if state.generation != self.generation || !state.inodes.contains_key(&self.inode) {
             return Err(dead_handle());
         }
@@ -247,7 +308,7 @@ impl DiskFile for SimFile {
         state.reserve(self.inode, pos + data.len() as u64)?;
         let node = state.inodes.get_mut(&self.inode).expect("live");
         apply(&mut node.data, pos, &data);
-        node.pending.push((pos, data));
+        node.pending.push(Change::Write { pos, data });
         Ok(())
     }
 
@@ -269,8 +330,8 @@ impl DiskFile for SimFile {
             return Err(io::Error::from_raw_os_error(libc::EIO));
         }
         let node = state.inodes.get_mut(&self.inode).expect("live");
-        for (pos, data) in std::mem::take(&mut node.pending) {
-            apply(&mut node.durable, pos, &data);
+        for change in std::mem::take(&mut node.pending) {
+            change.apply(&mut node.durable);
         }
         Ok(())
     }
@@ -281,6 +342,19 @@ impl DiskFile for SimFile {
         state.reserve(self.inode, len)?;
         let node = state.inodes.get_mut(&self.inode).expect("live");
         node.allocated = node.allocated.max(len);
+        Ok(())
+    }
+
+    async fn truncate(&self, len: u64) -> io::Result<()> {
+        let mut guard = self.state.borrow_mut();
+        let state = self.live(&mut guard)?;
+        state.reserve(self.inode, len)?;
+        let node = state.inodes.get_mut(&self.inode).expect("live");
+        let change = Change::SetLen(len);
+        change.apply(&mut node.data);
+        // Cutting a file frees its space beyond the new end, reserved or not.
+        node.allocated = node.allocated.min(len);
+        node.pending.push(change);
         Ok(())
     }
 
@@ -296,6 +370,7 @@ impl Disk for SimDisk {
 
     async fn open(&self, path: &Path, create: bool) -> io::Result<SimFile> {
         let mut state = self.state.borrow_mut();
+        state.step()?;
         let inode = match state.names.get(path) {
             Some(inode) => *inode,
             None if create => {
@@ -320,6 +395,7 @@ impl Disk for SimDisk {
 
     async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
+        state.step()?;
         for ancestor in path.ancestors() {
             state.dirs.insert(ancestor.to_path_buf());
         }
@@ -327,7 +403,8 @@ impl Disk for SimDisk {
     }
 
     async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        let state = self.state.borrow();
+        let mut state = self.state.borrow_mut();
+        state.step()?;
         if !state.dirs.contains(path) {
             return Err(not_found(path));
         }
@@ -343,6 +420,7 @@ impl Disk for SimDisk {
 
     async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
+        state.step()?;
         if !state.names.contains_key(from) {
             return Err(not_found(from));
         }
@@ -352,6 +430,7 @@ impl Disk for SimDisk {
 
     async fn remove(&self, path: &Path) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
+        state.step()?;
         if !state.names.contains_key(path) {
             return Err(not_found(path));
         }
@@ -361,13 +440,15 @@ impl Disk for SimDisk {
 
     async fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
+        state.step()?;
         state.names_durable = state.names.clone();
         state.namespace_pending.clear();
         Ok(())
     }
 
     async fn exists(&self, path: &Path) -> io::Result<bool> {
-        let state = self.state.borrow();
+        let mut state = self.state.borrow_mut();
+        state.step()?;
         Ok(state.names.contains_key(path) || state.dirs.contains(path))
     }
 }

@@ -8,7 +8,9 @@ use common::{config, message, STORE_HOST};
 use glommio::LocalExecutorBuilder;
 use ringmq_shards::real_io::Durability;
 use ringmq_shards::record::{encode, Message, RecordView, StoreFields};
-use ringmq_shards::{FlushMode, QueueReadRequest, RealClock, RealDisk, Shard, SimRng};
+use ringmq_shards::{
+    replace_file, tmp_path, FlushMode, QueueReadRequest, RealClock, RealDisk, Shard, SimRng,
+};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -137,6 +139,35 @@ fn appends_group_commit_and_reopen(durability: Durability) {
 }
 
 /// What the child prints per acknowledged append: `ACK <seq> <record hex>`.
+/// The one crash-safe file replace on the real disk: exact lengths (O_DIRECT writes whole
+/// blocks), a longer leftover `.tmp` cut, the directory created, in every durability mode
+/// (write-through files must still sync the length change).
+#[test]
+fn real_disk_replace_file_writes_exact_lengths() {
+    for durability in [
+        Durability::Fdatasync,
+        Durability::WriteThrough,
+        Durability::RwfDsync,
+    ] {
+        let dir = temp_dir(&format!("replace-{durability:?}"));
+        let path = dir.join("config").join("t.json");
+        let p = path.clone();
+        run_async(move || async move {
+            let disk = RealDisk { durability };
+            let long: Vec<u8> = (0..9000u32).map(|i| i as u8).collect();
+            replace_file(&disk, &p, &long).await.unwrap();
+            assert_eq!(std::fs::read(&p).unwrap(), long);
+            std::fs::write(tmp_path(&p), vec![7u8; 3 * 4096]).unwrap();
+            replace_file(&disk, &p, b"{\"a\":1}").await.unwrap();
+            assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}");
+            replace_file(&disk, &p, &[]).await.unwrap();
+            assert_eq!(std::fs::read(&p).unwrap(), b"");
+        });
+        assert!(!tmp_path(&path).exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
 fn ack_line(seq: u64, record: &[u8]) -> String {
     let hex: String = record.iter().map(|b| format!("{b:02x}")).collect();
     format!("ACK {seq} {hex}")

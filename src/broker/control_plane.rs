@@ -7,7 +7,9 @@
 use super::control::consumers::{ClientChannel, ConsumerGroups, SubscriptionSnapshot};
 use super::control::queue_locks::QueueLocks;
 use super::control::subscription_groups::{GroupError, GroupSnapshot, SubscriptionGroupTable};
-use super::control::topics::{TopicError, TopicSnapshot, TopicTable, RETRY_GROUP_TOPIC_PREFIX};
+use super::control::topics::{
+    retry_topic, TopicError, TopicSnapshot, TopicTable, RETRY_GROUP_TOPIC_PREFIX,
+};
 use super::error::{BrokerError, BrokerResult};
 use super::now_ms;
 use super::registration::NamesrvLinks;
@@ -98,6 +100,10 @@ struct Tables {
 /// Shard 0's control-plane state.
 pub struct ControlPlane {
     tables: RefCell<Tables>,
+    /// Interim, until the control plane is a single-task pump owning the tables: the changes
+    /// of the topic and group tables, which await their file writes, take turns (see
+    /// [`ControlPlane::change`]).
+    table_changes: glommio::sync::Semaphore,
     version: Cell<u64>,
     /// Notified when the topic table changes: registration runs at once.
     topics_changed: Event,
@@ -113,6 +119,7 @@ impl ControlPlane {
                 consumers: ConsumerGroups::new(),
                 locks: QueueLocks::new(),
             }),
+            table_changes: glommio::sync::Semaphore::new(1),
             version: Cell::new(1),
             topics_changed: Event::default(),
             namesrvs: NamesrvLinks::default(),
@@ -128,6 +135,26 @@ impl ControlPlane {
             &tables.groups,
             &tables.consumers.snapshot(),
         )
+    }
+
+    /// Applies `change` to a copy of one persisted table (`table` picks it) and installs the
+    /// copy once the change's file write is done: no `RefCell` borrow spans the write, and
+    /// readers meanwhile see the table as its file holds it. Changes take turns, so none is
+    /// lost. Interim: the single-task pump will own the tables and change them in place.
+    async fn change<Table: Clone, T>(
+        &self,
+        table: fn(&mut Tables) -> &mut Table,
+        change: impl AsyncFnOnce(&mut Table) -> T,
+    ) -> BrokerResult<T> {
+        let _turn = self
+            .table_changes
+            .acquire_permit(1)
+            .await
+            .map_err(|e| BrokerError::Internal(e.to_string()))?;
+        let mut copy = table(&mut self.tables.borrow_mut()).clone();
+        let changed = change(&mut copy).await;
+        *table(&mut self.tables.borrow_mut()) = copy;
+        Ok(changed)
     }
 
     /// Installs a new snapshot here and on every other shard, returning when all hold it.
@@ -152,17 +179,20 @@ impl ControlPlane {
                 default_topic,
                 queue_nums,
             } => {
-                let ensured = {
-                    let mut tables = self.tables.borrow_mut();
-                    let now = now_ms();
-                    if let Some(group) = topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
-                        let queues = tables.groups.get(group).map_or(1, |g| g.retry_queue_nums);
-                        tables.topics.create_retry_topic(group, queues, now)
-                    } else {
-                        tables
-                            .topics
-                            .auto_create_for_send(&topic, &default_topic, queue_nums, now)
-                    }
+                let now = now_ms();
+                let ensured = if let Some(group) = topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
+                    let group_config = self.tables.borrow().groups.get(group).cloned();
+                    let queues = group_config.map_or(1, |g| g.retry_queue_nums);
+                    self.change(topics, async |t| {
+                        t.create_retry_topic(group, queues, now).await
+                    })
+                    .await?
+                } else {
+                    self.change(topics, async |t| {
+                        t.auto_create_for_send(&topic, &default_topic, queue_nums, now)
+                            .await
+                    })
+                    .await?
                 };
                 let ensured = match ensured {
                     Ok(ensured) => ensured,
@@ -175,23 +205,22 @@ impl ControlPlane {
                 Ok(ControlReply::Topic(Some(ensured.config)))
             }
             ControlOp::FindOrCreateGroup(group) => {
-                let (config, created) = {
-                    let mut tables = self.tables.borrow_mut();
-                    let before = tables.groups.get(&group).is_some();
-                    let config = tables.groups.find_or_auto_create(&group, now_ms())?;
-                    (config, !before)
-                };
+                let before = self.tables.borrow().groups.get(&group).is_some();
+                let now = now_ms();
+                let config = self
+                    .change(groups, async |g| g.find_or_auto_create(&group, now).await)
+                    .await??;
+                let created = !before;
                 if created && config.is_some() {
                     self.publish(shard).await?;
                 }
                 Ok(ControlReply::Group(config))
             }
             ControlOp::CreateDlqTopic(group) => {
+                let now = now_ms();
                 let ensured = self
-                    .tables
-                    .borrow_mut()
-                    .topics
-                    .create_dlq_topic(&group, now_ms())?;
+                    .change(topics, async |t| t.create_dlq_topic(&group, now).await)
+                    .await??;
                 if ensured.created {
                     self.topics_changed(shard).await?;
                 }
@@ -285,28 +314,33 @@ impl ControlPlane {
             code::UPDATE_AND_CREATE_TOPIC => {
                 let h: CreateTopicRequestHeader = request.decode_header()?;
                 let topic = topic_from_header(&h)?;
-                self.tables.borrow_mut().topics.upsert(topic, now_ms())?;
+                let now = now_ms();
+                self.change(topics, async |t| t.upsert(topic, now).await)
+                    .await??;
                 self.topics_changed(shard).await?;
                 Ok(ok())
             }
             code::DELETE_TOPIC_IN_BROKER => {
                 let h: TopicRequestHeader = request.decode_header()?;
-                self.tables.borrow_mut().topics.delete(&h.topic, now_ms())?;
+                let now = now_ms();
+                self.change(topics, async |t| t.delete(&h.topic, now).await)
+                    .await??;
                 self.topics_changed(shard).await?;
                 Ok(ok())
             }
             code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
                 let config: SubscriptionGroupConfig = body::decode(&request.body)?;
-                self.tables.borrow_mut().groups.upsert(config, now_ms())?;
+                let now = now_ms();
+                self.change(groups, async |g| g.upsert(config, now).await)
+                    .await??;
                 self.publish(shard).await?;
                 Ok(ok())
             }
             code::DELETE_SUBSCRIPTIONGROUP => {
                 let h: DeleteSubscriptionGroupRequestHeader = request.decode_header()?;
-                self.tables
-                    .borrow_mut()
-                    .groups
-                    .delete(&h.group_name, now_ms())?;
+                let now = now_ms();
+                self.change(groups, async |g| g.delete(&h.group_name, now).await)
+                    .await??;
                 self.publish(shard).await?;
                 Ok(ok())
             }
@@ -327,26 +361,50 @@ impl ControlPlane {
         let mut publish = false;
         for consumer in &data.consumer_data_set {
             let group = &consumer.group_name;
-            let (ids_changed, subscriptions_changed, new_topic) = {
+            // Most heartbeats find their group and its retry topic: nothing to write.
+            let (had_group, known) = {
+                let tables = self.tables.borrow();
+                let group_config = tables.groups.get(group).cloned();
+                let has_retry_topic = tables.topics.get(&retry_topic(group)).is_some();
+                (
+                    group_config.is_some(),
+                    group_config.filter(|_| has_retry_topic),
+                )
+            };
+            let (group_config, new_topic) = match known {
+                Some(config) => (config, false),
+                None => {
+                    // As Apache 5.x: a group that is neither configured nor auto-creatable
+                    // (auto creation off, or a name TopicValidator rejects, which C++ clients
+                    // never check, e.g. `app.consumer`) is skipped; the heartbeat still
+                    // succeeds for the client's other groups (Apache 4.9 registers such a
+                    // consumer even).
+                    let found = self
+                        .change(groups, async |g| g.find_or_auto_create(group, now).await)
+                        .await?;
+                    let group_config = match found {
+                        Ok(Some(config)) => config,
+                        Ok(None)
+                        | Err(
+                            GroupError::Blank
+                            | GroupError::IllegalChars(_)
+                            | GroupError::TooLong(_),
+                        ) => continue,
+                        Err(e) => return Err(e.into()),
+                    };
+                    // Every consumer group has its retry topic, made on its first heartbeat.
+                    let queues = group_config.retry_queue_nums;
+                    let new_topic = self
+                        .change(topics, async |t| {
+                            t.create_retry_topic(group, queues, now).await
+                        })
+                        .await??
+                        .created;
+                    (group_config, new_topic)
+                }
+            };
+            let (ids_changed, subscriptions_changed) = {
                 let mut tables = self.tables.borrow_mut();
-                let had_group = tables.groups.get(group).is_some();
-                // As Apache 5.x: a group that is neither configured nor auto-creatable (auto
-                // creation off, or a name TopicValidator rejects, which C++ clients never
-                // check, e.g. `app.consumer`) is skipped; the heartbeat still succeeds for the
-                // client's other groups (Apache 4.9 registers such a consumer even).
-                let group_config = match tables.groups.find_or_auto_create(group, now) {
-                    Ok(Some(config)) => config,
-                    Ok(None)
-                    | Err(
-                        GroupError::Blank | GroupError::IllegalChars(_) | GroupError::TooLong(_),
-                    ) => continue,
-                    Err(e) => return Err(e.into()),
-                };
-                // Every consumer group has its retry topic, made on its first heartbeat.
-                let new_topic = tables
-                    .topics
-                    .create_retry_topic(group, group_config.retry_queue_nums, now)?
-                    .created;
                 let channel = ClientChannel {
                     shard: origin.shard,
                     connection: origin.connection,
@@ -365,7 +423,7 @@ impl ControlPlane {
                 let clustering = consumer.message_model != Some(MessageModel::Broadcasting);
                 let notify =
                     changed && clustering && group_config.notify_consumer_ids_changed_enable;
-                (notify, registered.snapshot_changed || !had_group, new_topic)
+                (notify, registered.snapshot_changed || !had_group)
             };
             if ids_changed {
                 self.notify_ids_changed(shard, group);
@@ -454,6 +512,15 @@ impl ControlPlane {
     pub async fn unregister(&self, shard: &BrokerShard) {
         self.namesrvs.unregister_all(shard.config()).await;
     }
+}
+
+/// Pickers of [`ControlPlane::change`]'s table.
+fn topics(tables: &mut Tables) -> &mut TopicTable {
+    &mut tables.topics
+}
+
+fn groups(tables: &mut Tables) -> &mut SubscriptionGroupTable {
+    &mut tables.groups
 }
 
 /// The topic an UPDATE_AND_CREATE_TOPIC asks for.

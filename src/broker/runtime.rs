@@ -164,7 +164,13 @@ fn check_shard_count(dir: &Path, shards: usize) -> Result<(), StartError> {
             ),
         )),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            crate::persist::replace(&path, expected.as_bytes()).map_err(|e| data_err(dir, e))
+            // Through the one crash-safe replace, on a short-lived executor of this thread:
+            // no shard runs yet.
+            let disk = RealDisk::default();
+            let write = ringmq_shards::replace_file(&disk, &path, expected.as_bytes());
+            crate::client::block_on(write)
+                .and_then(|written| written)
+                .map_err(|e| data_err(dir, e))
         }
         Err(err) => Err(data_err(dir, err)),
     }

@@ -1,14 +1,19 @@
 //! The NameServer's KV configuration (Java's `KVConfigManager`): namespaced string pairs that
 //! admin tools set and brokers read (e.g. `ORDER_TOPIC_CONFIG`). Persisted, as Apache's
 //! NameServer does, in `kvConfig.json` (`{"configTable":{namespace:{key:value}}}`), so a file
-//! written by either NameServer is read by the other.
+//! written by either NameServer is read by the other; [`KvFile`] writes it on the NameServer's
+//! executor, through the storage crate's crash-safe [`replace_file`].
 
-use crate::persist;
 use crate::protocol::body::{self, KvTable};
 use crate::protocol::fastjson::FastjsonError;
+use ringmq_shards::event::Event;
+use ringmq_shards::{replace_file, RealDisk};
 use serde::{Deserialize, Serialize};
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Entries across all namespaces. KV config holds a few settings per topic at most; the bound
 /// keeps an admin script gone wrong from growing the NameServer without end.
@@ -109,21 +114,29 @@ impl KvConfig {
         Ok(config)
     }
 
-    /// Replaces `path` crash-safely ([`crate::persist::replace`]). Blocking I/O on the
-    /// NameServer's executor is acceptable here: the file is small and only admin commands
-    /// change it.
-    pub fn save(&self, path: &Path) -> Result<(), KvFileError> {
+    /// Replaces `path` crash-safely with the config as it is now, through [`replace_file`]
+    /// (io_uring I/O awaited on the caller's executor). The config is encoded at the call and
+    /// the future borrows nothing, so a caller holding the config in a `RefCell` lets go of it
+    /// before awaiting. Two saves of one path must not overlap: [`KvFile`] makes them take turns.
+    pub fn save(&self, path: &Path) -> impl Future<Output = Result<(), KvFileError>> + 'static {
+        let path = path.to_owned();
         let file = KvConfigFile {
             config_table: self.namespaces.clone(),
         };
-        let bytes = body::encode(&file).map_err(|source| KvFileError::Format {
-            path: path.display().to_string(),
-            source,
-        })?;
-        persist::replace(path, &bytes).map_err(|source| KvFileError::Io {
-            path: path.display().to_string(),
-            source,
-        })
+        let encoded = body::encode(&file);
+        async move {
+            let shown = || path.display().to_string();
+            let bytes = encoded.map_err(|source| KvFileError::Format {
+                path: shown(),
+                source,
+            })?;
+            replace_file(&RealDisk::default(), &path, &bytes)
+                .await
+                .map_err(|source| KvFileError::Io {
+                    path: shown(),
+                    source,
+                })
+        }
     }
 
     /// GET_KVLIST_BY_NAMESPACE: `None` when the namespace is empty.
@@ -131,6 +144,84 @@ impl KvConfig {
         self.namespaces.get(namespace).map(|table| KvTable {
             table: table.clone(),
         })
+    }
+}
+
+/// The KV config's file and the one task that writes it: the NameServer changes the config,
+/// then awaits [`KvFile::persist`]. One write at a time (two would share the `.tmp` copy), and
+/// each carries every change made before it began, so the changes made during a write share
+/// the next one (group commit, as the commit log's flusher).
+pub struct KvFile {
+    path: PathBuf,
+    /// Changes made so far; the file holds the first `saved` of them.
+    changes: Cell<u64>,
+    saved: Cell<u64>,
+    /// Changes the last write carried, and why it failed if it did (`saved` is then less).
+    attempted: Cell<u64>,
+    failure: RefCell<String>,
+    /// Notified on a change (wakes the writer) and when a write ends (wakes the waiters).
+    changed: Event,
+    written: Event,
+    writer_started: Cell<bool>,
+}
+
+impl KvFile {
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            changes: Cell::new(0),
+            saved: Cell::new(0),
+            attempted: Cell::new(0),
+            failure: RefCell::new(String::new()),
+            changed: Event::default(),
+            written: Event::default(),
+            writer_started: Cell::new(false),
+        }
+    }
+
+    /// After a change of `config`: waits until the file holds it, or answers why the write
+    /// that carried it failed (the change stays in memory, as in Apache's NameServer, and the
+    /// next write carries it again). Starts the writer task on first use.
+    pub async fn persist(self: &Rc<Self>, config: &Rc<RefCell<KvConfig>>) -> Result<(), String> {
+        let change = self.changes.get() + 1;
+        self.changes.set(change);
+        if !self.writer_started.replace(true) {
+            glommio::spawn_local(write_forever(self.clone(), config.clone())).detach();
+        }
+        self.changed.notify();
+        loop {
+            let seen = self.written.version();
+            if self.saved.get() >= change {
+                return Ok(());
+            }
+            if self.attempted.get() >= change {
+                return Err(self.failure.borrow().clone());
+            }
+            self.written.changed(seen).await;
+        }
+    }
+}
+
+/// The writer task of [`KvFile`]: writes whenever changes are not yet carried by a write.
+async fn write_forever(file: Rc<KvFile>, config: Rc<RefCell<KvConfig>>) {
+    loop {
+        let seen = file.changed.version();
+        let changes = file.changes.get();
+        if changes == file.attempted.get() {
+            file.changed.changed(seen).await;
+            continue;
+        }
+        let save = config.borrow().save(&file.path);
+        let saved = save.await;
+        file.attempted.set(changes);
+        match saved {
+            Ok(()) => file.saved.set(changes),
+            Err(err) => {
+                tracing::error!(%err, "kv config not persisted");
+                *file.failure.borrow_mut() = err.to_string();
+            }
+        }
+        file.written.notify();
     }
 }
 
@@ -159,7 +250,7 @@ mod tests {
         let mut kv = KvConfig::default();
         kv.put("ORDER_TOPIC_CONFIG", "T", "broker-a:4").unwrap();
         kv.put("ns", "k", "v").unwrap();
-        kv.save(&path).unwrap();
+        crate::persist::run_local(kv.save(&path)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
             text.starts_with(r#"{"configTable":{"ORDER_TOPIC_CONFIG":{"T":"broker-a:4"}"#),
@@ -191,5 +282,42 @@ mod tests {
         kv.put("ns", "0", "updated").unwrap();
         kv.delete("ns", "1");
         kv.put("other", "new", "v").unwrap();
+    }
+
+    #[test]
+    fn kv_file_writes_take_turns_and_carry_every_change() {
+        let dir = crate::persist::test_dir("kv-file");
+        let path = dir.join("namesrv").join("kvConfig.json");
+        crate::persist::run_local(async {
+            let config = Rc::new(RefCell::new(KvConfig::default()));
+            let file = Rc::new(KvFile::new(path.clone()));
+            // Changes made while a write is in flight return once a later write carried them.
+            let changes: Vec<_> = (0..4)
+                .map(|i| {
+                    let (config, file) = (config.clone(), file.clone());
+                    glommio::spawn_local(async move {
+                        config.borrow_mut().put("ns", &i.to_string(), "v").unwrap();
+                        file.persist(&config).await
+                    })
+                })
+                .collect();
+            for change in changes {
+                change.await.unwrap();
+            }
+            let loaded = KvConfig::load(&path).unwrap();
+            assert!((0..4).all(|i| loaded.get("ns", &i.to_string()) == Some("v")));
+            // A failed write answers why; the change stays, and the next write carries it.
+            std::fs::remove_dir_all(&dir).unwrap();
+            std::fs::write(&dir, b"a file where the directory should be").unwrap();
+            config.borrow_mut().put("ns", "late", "v").unwrap();
+            assert!(file.persist(&config).await.is_err());
+            std::fs::remove_file(&dir).unwrap();
+            config.borrow_mut().delete("ns", "0");
+            file.persist(&config).await.unwrap();
+        });
+        let loaded = KvConfig::load(&path).unwrap();
+        assert_eq!(loaded.get("ns", "late"), Some("v"));
+        assert_eq!(loaded.get("ns", "0"), None);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1,9 +1,9 @@
 //! The NameServer's request handler (Java's `DefaultRequestProcessor` and
 //! `ClientRequestProcessor`): decodes each request, applies it to the route table or KV
-//! config, and builds the response. Every request is handled without awaiting, so no
-//! `RefCell` borrow ever spans an `.await`.
+//! config, and builds the response. Only a KV config change awaits (its file write), after
+//! its borrow of the config has ended, so no `RefCell` borrow ever spans an `.await`.
 
-use super::kv_config::{KvConfig, KvFileError};
+use super::kv_config::{KvConfig, KvFile, KvFileError};
 use super::route_table::{BrokerAddrKey, BrokerRegistration, RouteTable, WritePerm};
 use crate::protocol::body::{self, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
 use crate::protocol::codes::{request, response};
@@ -36,9 +36,10 @@ const ORDER_TOPIC_CONFIG_NAMESPACE: &str = "ORDER_TOPIC_CONFIG";
 /// The NameServer state and its handler; lives on one executor.
 pub struct NameServer {
     routes: RefCell<RouteTable>,
-    kv: RefCell<KvConfig>,
+    /// Shared with the KV file's writer task.
+    kv: Rc<RefCell<KvConfig>>,
     /// Where the KV config is persisted after each change; `None` keeps it in memory (tests).
-    kv_path: Option<PathBuf>,
+    kv_file: Option<Rc<KvFile>>,
     started: Instant,
     broker_timeout_ms: u64,
     /// When the expiry scan next runs (on the `now_ms` clock). A registration whose deadline
@@ -64,8 +65,8 @@ impl NameServer {
         let (rescan_tx, rescan_rx) = local_channel::new_bounded(1);
         Self {
             routes: RefCell::new(RouteTable::with_broker_timeout_ms(broker_timeout_ms)),
-            kv: RefCell::new(kv),
-            kv_path,
+            kv: Rc::new(RefCell::new(kv)),
+            kv_file: kv_path.map(|path| Rc::new(KvFile::new(path))),
             started: Instant::now(),
             broker_timeout_ms,
             scan_at_ms: Cell::new(u64::MAX),
@@ -98,7 +99,7 @@ impl NameServer {
     }
 
     /// Serves one request that arrived on connection `conn`; the heart of [`RequestHandler::handle`].
-    pub fn process(
+    pub async fn process(
         &self,
         conn: ConnectionId,
         req: &RemotingCommand,
@@ -174,7 +175,7 @@ impl NameServer {
                     .borrow_mut()
                     .put(&header.namespace, &header.key, &header.value)
                     .map_err(|e| RequestError::Refused(e.to_string()))?;
-                self.persist_kv()?;
+                self.persist_kv().await?;
                 ok()
             }
             request::GET_KV_CONFIG => {
@@ -195,7 +196,7 @@ impl NameServer {
             request::DELETE_KV_CONFIG => {
                 let header: KvConfigKeyRequestHeader = req.decode_header()?;
                 self.kv.borrow_mut().delete(&header.namespace, &header.key);
-                self.persist_kv()?;
+                self.persist_kv().await?;
                 ok()
             }
             request::GET_KVLIST_BY_NAMESPACE => {
@@ -215,12 +216,11 @@ impl NameServer {
 
     /// Writes the KV config after a change. On failure the change stays in memory (as in
     /// Apache's NameServer) and the request is answered SYSTEM_ERROR so the admin learns it.
-    fn persist_kv(&self) -> Result<(), RequestError> {
-        let Some(path) = &self.kv_path else {
+    async fn persist_kv(&self) -> Result<(), RequestError> {
+        let Some(file) = &self.kv_file else {
             return Ok(());
         };
-        self.kv.borrow().save(path).map_err(|err| {
-            tracing::error!(%err, "kv config not persisted");
+        file.persist(&self.kv).await.map_err(|err| {
             RequestError::Refused(format!(
                 "kv config changed in memory but not persisted: {err}"
             ))
@@ -340,7 +340,7 @@ impl RequestHandler for NameServer {
         conn: &Rc<Connection>,
         request: &RemotingCommand,
     ) -> Result<RemotingCommand, RequestError> {
-        self.process(conn.id(), request)
+        self.process(conn.id(), request).await
     }
 
     fn connection_closed(&self, connection: ConnectionId) {

@@ -95,7 +95,7 @@ proptest! {
     fn every_request_gets_a_well_formed_answer(requests in proptest::collection::vec(request_strategy(), 1..16)) {
         let nameserver = NameServer::new(1000);
         for req in requests {
-            match nameserver.process(ConnectionId(1), &req) {
+            match futures_lite::future::block_on(nameserver.process(ConnectionId(1), &req)) {
                 Ok(resp) => {
                     prop_assert!(resp.is_response());
                     prop_assert_eq!(resp.opaque, req.opaque);

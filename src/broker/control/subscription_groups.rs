@@ -3,7 +3,8 @@
 //! Apache RocketMQ and ringmq with its groups.
 //!
 //! Owned and written by shard 0 alone; every change moves the data version on and is on disk
-//! before the call returns. The other shards read [`GroupSnapshot`]s of it.
+//! before its future completes (the write is awaited on shard 0's executor, not blocking it).
+//! The other shards read [`GroupSnapshot`]s of it.
 //! `forbiddenTable` (5.x per-topic consume bans) is written empty and not kept on load:
 //! ringmq has no command that sets it yet.
 
@@ -107,6 +108,7 @@ fn file_shape() -> FileShape<SubscriptionGroupConfig> {
 }
 
 /// The broker's subscription groups. See the module doc.
+#[derive(Clone)]
 pub struct SubscriptionGroupTable {
     table: PersistedTable<SubscriptionGroupConfig>,
     auto_create_subscription_group: bool,
@@ -149,7 +151,7 @@ impl SubscriptionGroupTable {
     }
 
     /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: creates or replaces the group named in `config`.
-    pub fn upsert(
+    pub async fn upsert(
         &mut self,
         config: SubscriptionGroupConfig,
         now_ms: i64,
@@ -162,7 +164,7 @@ impl SubscriptionGroupTable {
             });
         }
         let group = config.group_name.clone();
-        if self.table.put(&group, config, now_ms)? {
+        if self.table.put(&group, config, now_ms).await? {
             Ok(())
         } else {
             Err(GroupError::Full)
@@ -170,15 +172,15 @@ impl SubscriptionGroupTable {
     }
 
     /// DELETE_SUBSCRIPTIONGROUP: `Ok(false)` when there was no such group.
-    pub fn delete(&mut self, group: &str, now_ms: i64) -> Result<bool, GroupError> {
-        Ok(self.table.remove(group, now_ms)?.is_some())
+    pub async fn delete(&mut self, group: &str, now_ms: i64) -> Result<bool, GroupError> {
+        Ok(self.table.remove(group, now_ms).await?.is_some())
     }
 
     /// Java's `findSubscriptionGroupConfig`: the group's settings, created with the defaults
     /// on first use when autoCreateSubscriptionGroup is on or the group is a system one;
     /// `Ok(None)` when it does not exist and may not be created (the caller answers
     /// SUBSCRIPTION_GROUP_NOT_EXIST).
-    pub fn find_or_auto_create(
+    pub async fn find_or_auto_create(
         &mut self,
         group: &str,
         now_ms: i64,
@@ -190,7 +192,7 @@ impl SubscriptionGroupTable {
             return Ok(None);
         }
         let config = SubscriptionGroupConfig::new(group);
-        self.upsert(config.clone(), now_ms)?;
+        self.upsert(config.clone(), now_ms).await?;
         Ok(Some(config))
     }
 
@@ -211,6 +213,7 @@ impl SubscriptionGroupTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::persist::run_local;
     use crate::persist::{test_dir, test_dir_with_file};
 
     /// subscriptionGroup.json as Apache RocketMQ 4.9 writes it (fastjson's pretty form of
@@ -287,13 +290,13 @@ mod tests {
             consume_broadcast_enable: false,
             ..SubscriptionGroupConfig::new("orders")
         };
-        table.upsert(orders.clone(), 10).unwrap();
-        table.find_or_auto_create("auto", 20).unwrap().unwrap();
-        table
-            .upsert(SubscriptionGroupConfig::new("gone"), 30)
+        run_local(table.upsert(orders.clone(), 10)).unwrap();
+        run_local(table.find_or_auto_create("auto", 20))
+            .unwrap()
             .unwrap();
-        assert!(table.delete("gone", 40).unwrap());
-        assert!(!table.delete("gone", 50).unwrap());
+        run_local(table.upsert(SubscriptionGroupConfig::new("gone"), 30)).unwrap();
+        assert!(run_local(table.delete("gone", 40)).unwrap());
+        assert!(!run_local(table.delete("gone", 50)).unwrap());
         assert_eq!(table.data_version().counter, 4);
         let text = std::fs::read_to_string(dir.join(SUBSCRIPTION_GROUPS_FILE)).unwrap();
         let head = r#"{"dataVersion":{"counter":4,"stateVersion":0,"timestamp":40},"#;
@@ -310,24 +313,27 @@ mod tests {
     fn auto_creates_only_when_allowed() {
         let dir = test_dir("groups-auto");
         let mut table = SubscriptionGroupTable::open(&dir, &config(false)).unwrap();
-        assert_eq!(table.find_or_auto_create("app", 1).unwrap(), None);
+        assert_eq!(
+            run_local(table.find_or_auto_create("app", 1)).unwrap(),
+            None
+        );
         assert!(table.get("app").is_none());
-        let system = table
-            .find_or_auto_create("CID_RMQ_SYS_X", 2)
+        let system = run_local(table.find_or_auto_create("CID_RMQ_SYS_X", 2))
             .unwrap()
             .unwrap();
         assert_eq!(system.group_name, "CID_RMQ_SYS_X");
         let before = table.data_version();
-        assert!(table
-            .find_or_auto_create("CID_RMQ_SYS_X", 3)
+        assert!(run_local(table.find_or_auto_create("CID_RMQ_SYS_X", 3))
             .unwrap()
             .is_some());
         assert_eq!(table.data_version(), before);
         let mut table = SubscriptionGroupTable::open(&dir, &config(true)).unwrap();
-        let app = table.find_or_auto_create("app", 4).unwrap().unwrap();
+        let app = run_local(table.find_or_auto_create("app", 4))
+            .unwrap()
+            .unwrap();
         assert_eq!((app.retry_queue_nums, app.retry_max_times), (1, 16));
         assert!(matches!(
-            table.find_or_auto_create("a b", 5),
+            run_local(table.find_or_auto_create("a b", 5)),
             Err(GroupError::IllegalChars(_))
         ));
         std::fs::remove_dir_all(dir).unwrap();
@@ -337,7 +343,7 @@ mod tests {
     fn upsert_validates_the_group() {
         let dir = test_dir("groups-validate");
         let mut table = SubscriptionGroupTable::open(&dir, &config(true)).unwrap();
-        let mut bad = |config| table.upsert(config, 1).unwrap_err();
+        let mut bad = |config| run_local(table.upsert(config, 1)).unwrap_err();
         assert!(matches!(
             bad(SubscriptionGroupConfig::new("")),
             GroupError::Blank
@@ -365,7 +371,7 @@ mod tests {
         let dir = test_dir("groups-snapshot");
         let mut table = SubscriptionGroupTable::open(&dir, &config(true)).unwrap();
         let before = table.snapshot();
-        table.upsert(SubscriptionGroupConfig::new("g"), 1).unwrap();
+        run_local(table.upsert(SubscriptionGroupConfig::new("g"), 1)).unwrap();
         let after = table.snapshot();
         assert!(before.get("g").is_none() && after.get("g").is_some());
         assert!(after.data_version.counter > before.data_version.counter);

@@ -3,7 +3,8 @@
 //! a data directory moves between Apache RocketMQ and ringmq with its topics.
 //!
 //! Owned and written by shard 0 alone; every change moves the data version on and is on disk
-//! before the call returns. The other shards read [`TopicSnapshot`]s of it.
+//! before its future completes (the write is awaited on shard 0's executor, not blocking it).
+//! The other shards read [`TopicSnapshot`]s of it.
 
 use crate::broker::config::BrokerConfig;
 use crate::persist::{FileShape, PersistError, PersistedTable, Snapshot};
@@ -189,6 +190,7 @@ fn file_shape() -> FileShape<TopicConfig> {
 }
 
 /// The broker's topics. See the module doc.
+#[derive(Clone)]
 pub struct TopicTable {
     table: PersistedTable<TopicConfig>,
     auto_create_topic_enable: bool,
@@ -243,7 +245,7 @@ impl TopicTable {
 
     /// UPDATE_AND_CREATE_TOPIC: creates or replaces a topic. System topics cannot be changed
     /// this way; an update that changes nothing keeps the version (Apache 5.x).
-    pub fn upsert(&mut self, config: TopicConfig, now_ms: i64) -> Result<(), TopicError> {
+    pub async fn upsert(&mut self, config: TopicConfig, now_ms: i64) -> Result<(), TopicError> {
         let topic = config.topic_name.clone();
         validate_topic_name(&topic)?;
         if self.is_system_topic(&topic) {
@@ -261,22 +263,22 @@ impl TopicTable {
         if self.get(&topic) == Some(&config) {
             return Ok(());
         }
-        self.put(config, now_ms)
+        self.put(config, now_ms).await
     }
 
     /// DELETE_TOPIC_IN_BROKER: `Ok(false)` when there was no such topic. System topics
     /// cannot be deleted.
-    pub fn delete(&mut self, topic: &str, now_ms: i64) -> Result<bool, TopicError> {
+    pub async fn delete(&mut self, topic: &str, now_ms: i64) -> Result<bool, TopicError> {
         if self.is_system_topic(topic) {
             return Err(TopicError::SystemTopic(topic.to_owned()));
         }
-        Ok(self.table.remove(topic, now_ms)?.is_some())
+        Ok(self.table.remove(topic, now_ms).await?.is_some())
     }
 
     /// Java's `createTopicInSendMessageMethod`: a send to an unknown topic creates it from
     /// `default_topic` (normally TBW102) if that topic lets others inherit from it, with
     /// min(`queue_nums`, its write queues) queues and its permissions less INHERIT.
-    pub fn auto_create_for_send(
+    pub async fn auto_create_for_send(
         &mut self,
         topic: &str,
         default_topic: &str,
@@ -308,12 +310,12 @@ impl TopicTable {
             topic_filter_type: default.topic_filter_type,
             ..TopicConfig::new(topic, queue_nums)
         };
-        self.create(config, now_ms)
+        self.create(config, now_ms).await
     }
 
     /// The retry topic of `group` (`%RETRY%group`, read-write), created on first use with the
     /// group's `retryQueueNums`.
-    pub fn create_retry_topic(
+    pub async fn create_retry_topic(
         &mut self,
         group: &str,
         queue_nums: i32,
@@ -326,17 +328,23 @@ impl TopicTable {
         validate_topic_name(&topic)?;
         check_queue_nums(&topic, queue_nums)?;
         self.create(read_write(TopicConfig::new(topic, queue_nums)), now_ms)
+            .await
     }
 
     /// The dead-letter topic of `group` (`%DLQ%group`, one queue, read-write as from 4.9.2
     /// so that DLQ messages can be consumed again).
-    pub fn create_dlq_topic(&mut self, group: &str, now_ms: i64) -> Result<Ensured, TopicError> {
+    pub async fn create_dlq_topic(
+        &mut self,
+        group: &str,
+        now_ms: i64,
+    ) -> Result<Ensured, TopicError> {
         let topic = dlq_topic(group);
         if let Some(config) = self.get(&topic) {
             return Ok(existing(config));
         }
         validate_topic_name(&topic)?;
         self.create(read_write(TopicConfig::new(topic, DLQ_QUEUE_NUMS)), now_ms)
+            .await
     }
 
     /// For REGISTER_BROKER and GET_ALL_TOPIC_CONFIG.
@@ -352,17 +360,17 @@ impl TopicTable {
         self.table.snapshot()
     }
 
-    fn create(&mut self, config: TopicConfig, now_ms: i64) -> Result<Ensured, TopicError> {
-        self.put(config.clone(), now_ms)?;
+    async fn create(&mut self, config: TopicConfig, now_ms: i64) -> Result<Ensured, TopicError> {
+        self.put(config.clone(), now_ms).await?;
         Ok(Ensured {
             config,
             created: true,
         })
     }
 
-    fn put(&mut self, config: TopicConfig, now_ms: i64) -> Result<(), TopicError> {
+    async fn put(&mut self, config: TopicConfig, now_ms: i64) -> Result<(), TopicError> {
         let topic = config.topic_name.clone();
-        if self.table.put(&topic, config, now_ms)? {
+        if self.table.put(&topic, config, now_ms).await? {
             Ok(())
         } else {
             Err(TopicError::Full)
@@ -434,6 +442,7 @@ fn system_topics(config: &BrokerConfig, reply_topic: &str) -> BTreeMap<String, T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::persist::run_local;
     use crate::persist::{test_dir, test_dir_with_file};
 
     /// topics.json as Apache RocketMQ 4.9 writes it: fastjson's pretty form of
@@ -527,15 +536,13 @@ mod tests {
     fn every_change_is_persisted_and_reloads_identically() {
         let dir = test_dir("topics-roundtrip");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
-        table.upsert(TopicConfig::new("orders", 4), 1_000).unwrap();
-        table
-            .auto_create_for_send("auto", AUTO_CREATE_TOPIC, 4, 2_000)
-            .unwrap();
-        table.create_retry_topic("billing", 1, 3_000).unwrap();
-        table.create_dlq_topic("billing", 4_000).unwrap();
-        table.upsert(TopicConfig::new("gone", 1), 5_000).unwrap();
-        assert!(table.delete("gone", 6_000).unwrap());
-        assert!(!table.delete("gone", 7_000).unwrap());
+        run_local(table.upsert(TopicConfig::new("orders", 4), 1_000)).unwrap();
+        run_local(table.auto_create_for_send("auto", AUTO_CREATE_TOPIC, 4, 2_000)).unwrap();
+        run_local(table.create_retry_topic("billing", 1, 3_000)).unwrap();
+        run_local(table.create_dlq_topic("billing", 4_000)).unwrap();
+        run_local(table.upsert(TopicConfig::new("gone", 1), 5_000)).unwrap();
+        assert!(run_local(table.delete("gone", 6_000)).unwrap());
+        assert!(!run_local(table.delete("gone", 7_000)).unwrap());
         let version = table.data_version();
         assert_eq!((version.counter, version.timestamp), (6, 6_000));
         let text = std::fs::read_to_string(dir.join(TOPICS_FILE)).unwrap();
@@ -554,8 +561,9 @@ mod tests {
     fn upsert_applies_topic_validators_rules() {
         let dir = test_dir("topics-validate");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
-        let bad =
-            |table: &mut TopicTable, config: TopicConfig| table.upsert(config, 1).unwrap_err();
+        let bad = |table: &mut TopicTable, config: TopicConfig| {
+            run_local(table.upsert(config, 1)).unwrap_err()
+        };
         assert!(matches!(
             bad(&mut table, TopicConfig::new(" ", 1)),
             TopicError::Blank
@@ -570,7 +578,7 @@ mod tests {
             TopicError::TooLong { .. }
         ));
         let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", "g".repeat(200));
-        table.upsert(TopicConfig::new(retry, 1), 1).unwrap();
+        run_local(table.upsert(TopicConfig::new(retry, 1), 1)).unwrap();
         for queue_nums in [0, QUEUE_NUMS_MAX + 1] {
             let error = bad(&mut table, TopicConfig::new("q", queue_nums));
             assert!(
@@ -587,14 +595,14 @@ mod tests {
             let error = bad(&mut table, TopicConfig::new(system, 1));
             assert!(matches!(error, TopicError::SystemTopic(_)), "{system}");
             assert!(matches!(
-                table.delete(system, 1),
+                run_local(table.delete(system, 1)),
                 Err(TopicError::SystemTopic(_))
             ));
         }
         assert_eq!(table.get(SCHEDULE_TOPIC).unwrap().write_queue_nums, 18);
         let version = table.data_version();
-        table.upsert(TopicConfig::new("orders", 4), 2).unwrap();
-        table.upsert(TopicConfig::new("orders", 4), 3).unwrap();
+        run_local(table.upsert(TopicConfig::new("orders", 4), 2)).unwrap();
+        run_local(table.upsert(TopicConfig::new("orders", 4), 3)).unwrap();
         assert_eq!(table.data_version().counter, version.counter + 1);
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -603,25 +611,20 @@ mod tests {
     fn auto_create_inherits_from_tbw102_as_apache_does() {
         let dir = test_dir("topics-auto");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
-        let made = table
-            .auto_create_for_send("t1", AUTO_CREATE_TOPIC, 16, 1)
-            .unwrap();
+        let made = run_local(table.auto_create_for_send("t1", AUTO_CREATE_TOPIC, 16, 1)).unwrap();
         assert!(made.created);
         assert_eq!((made.config.perm, made.config.read_queue_nums), (6, 8));
-        let again = table
-            .auto_create_for_send("t1", AUTO_CREATE_TOPIC, 2, 2)
-            .unwrap();
+        let again = run_local(table.auto_create_for_send("t1", AUTO_CREATE_TOPIC, 2, 2)).unwrap();
         assert_eq!((again.created, again.config.write_queue_nums), (false, 8));
         assert_eq!(
-            table
-                .auto_create_for_send("t2", AUTO_CREATE_TOPIC, 2, 3)
+            run_local(table.auto_create_for_send("t2", AUTO_CREATE_TOPIC, 2, 3))
                 .unwrap()
                 .config
                 .write_queue_nums,
             2
         );
         // A plain topic has no INHERIT bit, so it cannot serve as a default topic.
-        let error = table.auto_create_for_send("t3", "t1", 2, 4).unwrap_err();
+        let error = run_local(table.auto_create_for_send("t3", "t1", 2, 4)).unwrap_err();
         assert!(matches!(
             error,
             TopicError::NoAutoCreate {
@@ -629,9 +632,7 @@ mod tests {
                 ..
             }
         ));
-        let error = table
-            .auto_create_for_send("t3", "missing", 2, 4)
-            .unwrap_err();
+        let error = run_local(table.auto_create_for_send("t3", "missing", 2, 4)).unwrap_err();
         assert!(matches!(
             error,
             TopicError::NoAutoCreate {
@@ -640,11 +641,11 @@ mod tests {
             }
         ));
         assert!(matches!(
-            table.auto_create_for_send("t3", AUTO_CREATE_TOPIC, 0, 4),
+            run_local(table.auto_create_for_send("t3", AUTO_CREATE_TOPIC, 0, 4)),
             Err(TopicError::QueueNums { .. })
         ));
         assert!(matches!(
-            table.auto_create_for_send("t/3", AUTO_CREATE_TOPIC, 4, 4),
+            run_local(table.auto_create_for_send("t/3", AUTO_CREATE_TOPIC, 4, 4)),
             Err(TopicError::IllegalChars(_))
         ));
         assert!(table.get("t3").is_none());
@@ -653,9 +654,8 @@ mod tests {
         std::fs::create_dir_all(dir.join("config")).unwrap();
         std::fs::write(dir.join(TOPICS_FILE), APACHE_49_FILE).unwrap();
         let mut table = TopicTable::open(&dir, &config(false)).unwrap();
-        let error = table
-            .auto_create_for_send("t4", AUTO_CREATE_TOPIC, 4, 5)
-            .unwrap_err();
+        let error =
+            run_local(table.auto_create_for_send("t4", AUTO_CREATE_TOPIC, 4, 5)).unwrap_err();
         assert!(matches!(error, TopicError::NoAutoCreate { .. }));
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -664,18 +664,18 @@ mod tests {
     fn retry_and_dlq_topics_are_read_write() {
         let dir = test_dir("topics-retry");
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
-        let retry = table.create_retry_topic("g", 2, 1).unwrap();
+        let retry = run_local(table.create_retry_topic("g", 2, 1)).unwrap();
         assert_eq!(retry.config.topic_name, "%RETRY%g");
         assert_eq!((retry.config.perm, retry.config.write_queue_nums), (6, 2));
-        let dlq = table.create_dlq_topic("g", 2).unwrap();
+        let dlq = run_local(table.create_dlq_topic("g", 2)).unwrap();
         assert_eq!(dlq.config.topic_name, "%DLQ%g");
         assert_eq!(
             (dlq.config.perm, dlq.config.write_queue_nums, dlq.created),
             (6, 1, true)
         );
-        assert!(!table.create_dlq_topic("g", 3).unwrap().created);
+        assert!(!run_local(table.create_dlq_topic("g", 3)).unwrap().created);
         assert!(matches!(
-            table.create_retry_topic("g!", 1, 4),
+            run_local(table.create_retry_topic("g!", 1, 4)),
             Err(TopicError::IllegalChars(_))
         ));
         assert!(is_send_forbidden(SCHEDULE_TOPIC) && !is_send_forbidden("%RETRY%g"));
@@ -689,7 +689,7 @@ mod tests {
         let mut table = TopicTable::open(&dir, &config(true)).unwrap();
         let before = table.snapshot();
         clone_and_send(&before);
-        table.upsert(TopicConfig::new("orders", 4), 1).unwrap();
+        run_local(table.upsert(TopicConfig::new("orders", 4), 1)).unwrap();
         let after = table.snapshot();
         assert!(before.get("orders").is_none());
         assert_eq!(after.get("orders").unwrap().read_queue_nums, 4);
