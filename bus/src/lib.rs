@@ -1,8 +1,10 @@
 //! Shard-to-shard messaging for thread-per-core glommio executors that cannot lose a wake-up,
 //! with typed replies. See README.md for the protocol, its proof and its bounds.
 //!
-//! [`doorbell`] wakes one executor from any thread (the stop signal); the shard-to-shard
-//! bus built on the same wake primitive follows.
+//! [`mesh`] builds one [`Endpoint`] per shard on the main thread; each starts on its own
+//! executor and becomes that shard's [`Bus`]: [`Bus::call`] sends work that embeds a
+//! [`ReplyTo`] and waits for its typed answer, [`Bus::send`] fires and forgets. [`doorbell`]
+//! wakes one executor from any thread (the stop signal).
 //!
 //! Each shard has an inbox per sending shard and one reply queue, all bounded lock-free
 //! queues, and one wake primitive: an `armed` flag and an AF_UNIX socket pair (`armed.rs`,
@@ -23,9 +25,52 @@ mod sync;
 mod loom_model;
 
 #[cfg(not(loom))]
+mod bus;
+#[cfg(not(loom))]
 mod doorbell;
+#[cfg(not(loom))]
+mod mesh;
+#[cfg(not(loom))]
+mod pending;
+#[cfg(not(loom))]
+mod reply;
 #[cfg(not(loom))]
 mod wake;
 
 #[cfg(not(loom))]
+pub use bus::{Bus, BusStats};
+#[cfg(not(loom))]
 pub use doorbell::{doorbell, Bell, Listener};
+#[cfg(not(loom))]
+pub use mesh::{mesh, Endpoint};
+#[cfg(not(loom))]
+pub use reply::ReplyTo;
+
+/// Work queued from one shard to another: each ordered pair of shards has an inbox this deep
+/// (the router's ROUTER_CHANNEL_DEPTH). A forwarded request costs a few hundred bytes here;
+/// 1024 of them absorb a burst from a full client pipeline, while a shard that falls behind
+/// is noticed (`Busy`, RocketMQ's SYSTEM_BUSY) within milliseconds.
+pub const INBOX_DEPTH: usize = 1024;
+
+/// Calls one shard may wait on at once (the router's FORWARDS_PENDING_MAX). Long polls hold a
+/// call for up to their suspend time (15 s by default), so this bounds parked pulls routed
+/// through a shard too.
+pub const CALLS_PENDING_MAX: usize = 32 * 1024;
+
+/// Replies owed to one shard: those of its pending calls, plus those of calls it dropped whose
+/// ReplyTo still lives at a peer (a connection closed while its long poll is parked there, for
+/// at most a suspend time). Twice the pending bound lets a shard whose callers all gave up go
+/// on calling while those answers drain. It sizes the reply queue, so that a reply (an answer
+/// or a dropped ReplyTo) is always queued: `ReplyTo` asserts it.
+pub const REPLIES_OWED_MAX: usize = 2 * CALLS_PENDING_MAX;
+
+/// Why a call or send failed.
+#[derive(thiserror::Error, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusError {
+    /// Refused at once: the peer's inbox is full or this shard waits on too much already.
+    #[error("busy: {0}")]
+    Busy(&'static str),
+    /// The peer dropped the call's ReplyTo unanswered (it is stopping).
+    #[error("the peer dropped the call unanswered")]
+    Dropped,
+}

@@ -76,6 +76,7 @@ pub(crate) struct WakeReceiver {
     stream: UnixStream,
     /// `stream`'s descriptor (glommio's UnixStream does not give it back), for draining.
     fd: RawFd,
+    sleeps: u64,
 }
 
 impl WakeReceiver {
@@ -87,7 +88,13 @@ impl WakeReceiver {
         Self {
             stream,
             fd,
+            sleeps: 0,
         }
+    }
+
+    /// Times this receiver slept on its socket (a test proves with it that sleeps happened).
+    pub(crate) fn sleeps(&self) -> u64 {
+        self.sleeps
     }
 
     /// Returns once `has_work()` is true; in between, sleeps on the socket without losing a
@@ -109,6 +116,7 @@ impl WakeReceiver {
         let read = read.unwrap_or_else(|err| panic!("wake socket read failed: {err}"));
         // The sending end lives in the same shared state as this receiver's own handle.
         assert!(read > 0, "wake socket closed while its receiver waits");
+        self.sleeps += 1;
         while read_now(self.fd, &mut bytes) == DRAIN_BYTES_MAX {}
     }
 }
