@@ -5,7 +5,7 @@
 //!
 //! Cost: while the receiver works it is disarmed and a sender pays one fence and one swap,
 //! no syscall. Only the first sender after the receiver armed writes (one `send`), and the
-//! receiver pays one read plus one nonblocking drain per sleep.
+//! receiver pays one `recv` per sleep (glommio tries it before it polls) and one poll.
 
 use crate::armed::Armed;
 use glommio::net::UnixStream;
@@ -108,16 +108,20 @@ impl WakeReceiver {
         }
     }
 
-    /// Waits for at least one byte, then drains what else is there without waiting.
+    /// Waits for at least one byte, then drains what else is there without waiting. A short
+    /// read took every byte there was (a stream socket returns all it holds, up to the
+    /// buffer), so only a full one needs another read.
     async fn sleep(&mut self) {
         use futures_lite::AsyncReadExt;
         let mut bytes = [0u8; DRAIN_BYTES_MAX];
         let read = self.stream.read(&mut bytes).await;
-        let read = read.unwrap_or_else(|err| panic!("wake socket read failed: {err}"));
+        let mut read = read.unwrap_or_else(|err| panic!("wake socket read failed: {err}"));
         // The sending end lives in the same shared state as this receiver's own handle.
         assert!(read > 0, "wake socket closed while its receiver waits");
         self.sleeps += 1;
-        while read_now(self.fd, &mut bytes) == DRAIN_BYTES_MAX {}
+        while read == DRAIN_BYTES_MAX {
+            read = read_now(self.fd, &mut bytes);
+        }
     }
 }
 
