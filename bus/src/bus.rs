@@ -104,6 +104,7 @@ impl<W> Bus<W> {
     /// This shard's inbox at `to`, when it has room.
     fn outbox(&self, to: usize) -> Result<&ArrayQueue<W>, BusError> {
         assert_ne!(to, self.id, "a shard does its own work without the bus");
+        assert!(to < self.shards(), "no shard {to} in a mesh of {}", self.shards());
         let inbox = self.mesh.inbox(self.id, to);
         if inbox.is_full() {
             return Err(BusError::Busy("shard inbox full"));
@@ -140,9 +141,9 @@ impl<W> Bus<W> {
             let owed = self.replies_owed.get();
             assert!(owed > 0, "an answer came that no call was owed");
             self.replies_owed.set(owed - 1);
-            // Taken out of the borrow before waking: the waiter borrows `pending` when polled.
-            let waker = self.pending.borrow_mut().answer(answer);
-            if let Some(waker) = waker {
+            // Woken, or a late answer dropped, outside the borrow of `pending`.
+            let delivered = self.pending.borrow_mut().answer(answer);
+            if let Ok(Some(waker)) = delivered {
                 waker.wake();
             }
         }

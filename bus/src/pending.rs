@@ -68,17 +68,20 @@ impl Pending {
         Some(call)
     }
 
-    /// Stores an answer for its call and returns the waker to wake; `None` (and the value
-    /// dropped) when the call gave up before it came.
-    pub(crate) fn answer(&mut self, answer: Answer) -> Option<Waker> {
-        let slot = self.slots.get_mut(answer.call.slot())?;
+    /// Stores an answer for its call and returns the waker to wake, or gives the answer back
+    /// when its call gave up before it came (the caller drops it outside the borrow: a
+    /// value's drop may run any code).
+    pub(crate) fn answer(&mut self, answer: Answer) -> Result<Option<Waker>, Answer> {
+        let Some(slot) = self.slots.get_mut(answer.call.slot()) else {
+            return Err(answer);
+        };
         match slot {
             Slot::Waiting(call, waker) if *call == answer.call => {
                 let waker = waker.take();
                 *slot = Slot::Answered(answer.call, answer.value);
-                waker
+                Ok(waker)
             }
-            _ => None,
+            _ => Err(answer),
         }
     }
 
@@ -96,17 +99,20 @@ impl Pending {
             Slot::Answered(id, value) => {
                 debug_assert_eq!(*id, call);
                 let value = value.take();
-                self.release(call);
+                let emptied = self.release(call);
+                debug_assert!(matches!(emptied, Slot::Answered(_, None)));
                 Poll::Ready(value)
             }
             Slot::Free => unreachable!("a call's slot is freed only by the call"),
         }
     }
 
-    fn release(&mut self, call: CallId) {
-        self.slots[call.slot()] = Slot::Free;
+    /// Frees the call's slot and returns what it held, to be dropped outside the borrow.
+    fn release(&mut self, call: CallId) -> Slot {
+        let slot = std::mem::replace(&mut self.slots[call.slot()], Slot::Free);
         self.free.push(call.slot());
         self.in_use -= 1;
+        slot
     }
 }
 
@@ -150,7 +156,8 @@ impl<T: 'static> Future for Waiting<'_, T> {
 impl<T> Drop for Waiting<'_, T> {
     fn drop(&mut self) {
         if !self.done {
-            self.pending.borrow_mut().release(self.call);
+            // An answer that came but was not taken is dropped here, after the borrow.
+            let _answered = self.pending.borrow_mut().release(self.call);
         }
     }
 }
