@@ -9,9 +9,10 @@
 //! Each shard has an inbox per sending shard and one reply queue, all bounded lock-free
 //! queues, and one wake primitive: an `armed` flag and an AF_UNIX socket pair (`armed.rs`,
 //! `wake.rs`). The queues are crossbeam-queue's `ArrayQueue`: bounded, allocation-free after
-//! construction, multi-producer (the reply queue needs that) and widely used and tested
-//! (crossbeam's own loom and miri runs); writing our own ring would add a second thing to
-//! prove. The wake-up never goes through glommio's foreign wakers, whose flag and queue are
+//! construction, multi-producer (the reply queue needs that), widely used, and tested by its
+//! authors under Miri as well (its tests carry Miri-sized variants); writing our own ring
+//! would add a second thing to prove. One caveat, in its nature: a pop that meets a push
+//! between its index claim and its slot write spins (then yields) until the push completes. The wake-up never goes through glommio's foreign wakers, whose flag and queue are
 //! ordered `Relaxed` on the waker's side: a receiver sleeps in a read of its socket, so its
 //! wake-up is a completion on its own io_uring.
 
