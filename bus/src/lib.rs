@@ -75,3 +75,19 @@ pub enum BusError {
     #[error("the peer dropped the call unanswered")]
     Dropped,
 }
+
+/// What moves between threads: an endpoint into its executor, a ReplyTo to wherever the work
+/// is done, a bell to any thread, a listener into its executor.
+#[cfg(all(test, not(loom)))]
+mod thread_safety {
+    fn send<T: Send>() {}
+    fn send_sync_clone<T: Send + Sync + Clone>() {}
+
+    #[test]
+    fn handles_move_where_they_are_used() {
+        send::<crate::Endpoint<String>>();
+        send::<crate::ReplyTo<String>>();
+        send::<crate::Listener>();
+        send_sync_clone::<crate::Bell>();
+    }
+}
