@@ -15,9 +15,10 @@ use std::sync::Arc;
 
 /// One shard's queues, shared by all shards (an `Arc` in every endpoint).
 pub(crate) struct ShardQueues<W> {
-    /// Indexed by the sending shard; a shard has no inbox from itself. Each has exactly one
+    /// Indexed by the sending shard, this shard included (the work it asks of itself, served
+    /// after what is already queued, through the same path as its peers'). Each has exactly one
     /// producer (the sending shard's `Bus`) and one consumer (this shard's receive loop).
-    inboxes: Box<[Option<ArrayQueue<W>>]>,
+    inboxes: Box<[ArrayQueue<W>]>,
     pub(crate) home: Arc<Home>,
 }
 
@@ -28,24 +29,23 @@ pub(crate) struct Mesh<W> {
 impl<W> Mesh<W> {
     /// The inbox of shard `to` that shard `from` sends to.
     pub(crate) fn inbox(&self, from: usize, to: usize) -> &ArrayQueue<W> {
-        let inbox = self.shards[to].inboxes[from].as_ref();
-        inbox.expect("a shard has no inbox from itself")
+        &self.shards[to].inboxes[from]
     }
 }
 
 /// Builds the mesh for `shards` shards, once on the main thread before the executors start.
-/// Memory, allocated here: per ordered pair of shards an inbox of [`INBOX_DEPTH`] work items
+/// Memory, allocated here: per ordered pair of shards (a shard and itself included) an inbox of [`INBOX_DEPTH`] work items
 /// (`size_of::<W>() + 8` bytes each), per shard a reply queue of [`REPLIES_OWED_MAX`]
 /// answers (32 bytes each: 2 MiB) and one socket pair.
 pub fn mesh<W: Send + 'static>(shards: usize) -> Vec<Endpoint<W>> {
     assert!(shards > 0, "a mesh needs a shard");
     let mut sockets = Vec::with_capacity(shards);
     let queues = (0..shards)
-        .map(|to| {
+        .map(|_| {
             let (wake, socket) = wake_pair();
             sockets.push(socket);
             let inboxes = (0..shards)
-                .map(|from| (from != to).then(|| ArrayQueue::new(INBOX_DEPTH)))
+                .map(|_| ArrayQueue::new(INBOX_DEPTH))
                 .collect();
             let replies = ArrayQueue::new(REPLIES_OWED_MAX);
             let home = Arc::new(Home { replies, wake });

@@ -93,6 +93,26 @@ fn typed_calls_among_four_shards() {
 }
 
 /// The peer drops the ReplyTo unanswered: the call ends with Dropped, and nothing is left owed.
+/// A shard may call itself: the work goes through its own inbox, behind what is queued there,
+/// and the answer is typed as any other (the broker's shard 0 asks its own control plane so).
+#[test]
+fn a_shard_calls_itself_through_its_own_inbox() {
+    let handle = shard("self", || async {
+        let (bus, notified) = start(mesh::<Work>(1).pop().unwrap());
+        let sum = bus.call(0, |r| Work::Add(2, 3, r)).await.unwrap();
+        let later = bus.call(0, |r| Work::AddLater(4, 5, r)).await.unwrap();
+        bus.send(0, Work::Notify(7)).unwrap();
+        let hello = bus.call(0, |r| Work::Greet("me".into(), r)).await.unwrap();
+        let notified = notified.borrow().clone();
+        (sum, later, hello, notified, bus.stats())
+    });
+    let (sum, later, hello, notified, stats) = handle.join().unwrap();
+    assert_eq!((sum, later), (5, 9));
+    assert_eq!(hello, "hello me from 0");
+    assert_eq!(notified, [7], "the send was served before the call queued behind it");
+    assert_eq!((stats.calls_pending, stats.replies_owed), (0, 0));
+}
+
 #[test]
 fn a_dropped_reply_to_gives_dropped() {
     let (ignored, answered, stats) = asker_and_peer(|peer| start(peer).0, |asker| async move {
