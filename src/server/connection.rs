@@ -18,10 +18,10 @@
 //! NameServer sharing 2 cores): ~9k route lookups/s one at a time, 65-95k/s with 128 in
 //! flight on one connection.
 
-use super::{ConnectionId, RequestError, RequestHandler};
+use super::{ConnectionId, RequestError, RequestHandler, Response};
 use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
-use crate::protocol::frame::{decode_frame, encode_frame};
+use crate::protocol::frame::{decode_frame, encode_frame_head};
 use bytes::{Buf, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalSender};
@@ -75,7 +75,7 @@ pub enum RemotingError {
 /// permit is released only once the response is written, so a peer that stops reading stops
 /// being served.
 struct Outgoing {
-    command: RemotingCommand,
+    frame: Response,
     _permit: Option<StaticPermit>,
 }
 
@@ -171,7 +171,7 @@ impl Connection {
         let (sender, receiver) = local_channel::new_bounded(1);
         self.pending.borrow_mut().insert(opaque, sender);
         if let Err(err) = self.push(Outgoing {
-            command,
+            frame: command.into(),
             _permit: None,
         }) {
             self.pending.borrow_mut().remove(&opaque);
@@ -194,7 +194,7 @@ impl Connection {
         let mut command = command.oneway();
         command.opaque = self.next_opaque();
         self.push(Outgoing {
-            command,
+            frame: command.into(),
             _permit: None,
         })
     }
@@ -285,8 +285,12 @@ async fn write_loop(conn: Rc<Connection>, mut stream: TcpStream) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
     while let Some(batch) = conn.next_batch().await {
         buf.clear();
-        for outgoing in &batch {
-            encode_frame(&outgoing.command, &mut buf);
+        for Outgoing { frame, .. } in &batch {
+            encode_frame_head(&frame.command, frame.body_len(), &mut buf);
+            buf.extend_from_slice(&frame.command.body);
+            for part in &frame.body_parts {
+                buf.extend_from_slice(part);
+            }
         }
         if let Err(err) = stream.write_all(&buf).await {
             tracing::debug!(peer = %conn.peer, %err, "write failed, closing connection");
@@ -361,18 +365,20 @@ async fn serve_request<H: RequestHandler>(
 ) {
     let oneway = request.is_oneway();
     let code = request.code;
-    let response = match handler.handle(&conn, &request).await {
+    // What an error answer needs of the request, kept as the handler takes the request.
+    let asked = RemotingCommand::response_to(&request, code, None);
+    let response = match handler.handle(conn.clone(), request).await {
         Ok(response) => response,
         Err(err) => {
             tracing::debug!(peer = %conn.peer, code, %err, "request failed");
-            system_error(&request, &err)
+            system_error(&asked, &err).into()
         }
     };
     if oneway {
         return;
     }
     if let Err(err) = conn.push(Outgoing {
-        command: response,
+        frame: response,
         _permit: Some(permit),
     }) {
         tracing::debug!(peer = %conn.peer, code, %err, "response not sent");
