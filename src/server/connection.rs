@@ -5,25 +5,26 @@
 //!
 //! Two tasks per connection on the current glommio executor, each with its own descriptor of
 //! the socket (a `dup`), so neither needs a lock:
-//! - the reader decodes frames from a `BytesMut`; a response completes the pending request with
-//!   its opaque, a request is handed to the [`RequestHandler`] in a task of its own (so a held
-//!   long-poll does not stall the requests behind it), bounded by [`REQUESTS_IN_FLIGHT_MAX`];
+//! - the reader splits frames off its [`ReadBuffer`] (bodies stay slices of what the socket
+//!   wrote); a response completes the pending request with its opaque, a request is handed to
+//!   the [`RequestHandler`], whose future is polled once right there: answered at once, its
+//!   response is queued with no task; waiting (a long poll), it gets a task of its own, so it
+//!   does not stall the requests behind it. Bounded by [`REQUESTS_IN_FLIGHT_MAX`];
 //! - the writer drains the outbox: every queued command is encoded into one buffer and written
 //!   with one `write_all`, so a burst of responses costs one syscall.
 //!
 //! A frame that does not decode closes this connection only, with a log line.
-//! Costs per request: one frame decode (body copied once), one task spawn, one encode; per
-//! read, up to 64 KiB of buffer zero-filled before the socket writes into it; per connection,
-//! two descriptors. Measured with tests/namesrv_throughput.rs (release build, client and
-//! NameServer sharing 2 cores): ~9k route lookups/s one at a time, 65-95k/s with 128 in
-//! flight on one connection.
+//! Costs per request: one header decode (the body is not copied), one boxed future polled
+//! in place (a task spawn only if the handler waits), one encode (body and parts copied);
+//! per read, one `recv` into uninitialised room; per connection, two descriptors.
 
+use super::frame_io::{ReadBuffer, READ_CHUNK_BYTES};
 use super::{ConnectionId, RequestError, RequestHandler, Response};
 use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
-use crate::protocol::frame::{decode_frame, encode_frame_head};
-use bytes::{Buf, BytesMut};
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use crate::protocol::frame::encode_frame_head;
+use bytes::BytesMut;
+use futures_lite::AsyncWriteExt;
 use glommio::channels::local_channel::{self, LocalSender};
 use glommio::net::TcpStream;
 use glommio::sync::{Semaphore, StaticPermit};
@@ -49,9 +50,6 @@ pub const PENDING_REQUESTS_MAX: usize = 4096;
 /// Commands waiting for the writer. Responses are bounded by the in-flight bound and requests
 /// by the pending bound; the rest of the room is for oneway sends, which fail past it.
 pub const OUTBOX_COMMANDS_MAX: usize = REQUESTS_IN_FLIGHT_MAX + PENDING_REQUESTS_MAX + 1024;
-
-/// Bytes asked of the socket per read; a frame larger than this takes several reads.
-const READ_CHUNK_BYTES: usize = 64 << 10;
 
 /// Why a request to the peer did not get its response.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +92,8 @@ pub struct Connection {
     pending: RefCell<HashMap<i32, LocalSender<RemotingCommand>>>,
     opaque_next: Cell<i32>,
     closed: Cell<bool>,
+    /// Requests of the peer whose handler waited, so they were given a task of their own.
+    requests_deferred: Cell<u64>,
     /// The writer's descriptor, owned by the writer task; `write_fd_open` turns false when that
     /// task ends or is dropped with its executor, after which the number may be reused.
     write_fd: RawFd,
@@ -133,6 +133,7 @@ impl Connection {
             pending: RefCell::new(HashMap::new()),
             opaque_next: Cell::new(1),
             closed: Cell::new(false),
+            requests_deferred: Cell::new(0),
             write_fd,
             write_fd_open: Cell::new(true),
         });
@@ -151,6 +152,12 @@ impl Connection {
 
     pub fn is_closed(&self) -> bool {
         self.closed.get()
+    }
+
+    /// How many of the peer's requests so far had a handler that did not answer at once and so
+    /// ran in a task of its own; the others were answered where they were read.
+    pub fn requests_deferred(&self) -> u64 {
+        self.requests_deferred.get()
     }
 
     /// Sends a request and waits for the response with its opaque.
@@ -302,17 +309,16 @@ async fn write_loop(conn: Rc<Connection>, mut stream: TcpStream) {
 
 async fn read_loop<H: RequestHandler>(
     conn: Rc<Connection>,
-    mut stream: TcpStream,
+    stream: TcpStream,
     handler: Rc<H>,
     _slot: Option<StaticPermit>,
 ) {
     let in_flight = Rc::new(Semaphore::new(REQUESTS_IN_FLIGHT_MAX as u64));
-    let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    let mut buf = ReadBuffer::default();
     'reading: loop {
         loop {
-            match decode_frame(&buf) {
-                Ok(Some((command, consumed))) => {
-                    buf.advance(consumed);
+            match buf.next_frame() {
+                Ok(Some(command)) => {
                     if command.is_response() {
                         conn.complete(command);
                         continue;
@@ -321,13 +327,22 @@ async fn read_loop<H: RequestHandler>(
                     let Ok(permit) = in_flight.acquire_static_permit(1).await else {
                         break 'reading;
                     };
-                    glommio::spawn_local(serve_request(
+                    let mut serving = Box::pin(serve_request(
                         conn.clone(),
                         handler.clone(),
                         command,
                         permit,
-                    ))
-                    .detach();
+                    ));
+                    // The handler may have registered this task's waker; the spawned task
+                    // polls again and registers its own, so at worst the reader wakes once
+                    // for nothing.
+                    if futures_lite::future::poll_once(&mut serving)
+                        .await
+                        .is_none()
+                    {
+                        conn.requests_deferred.set(conn.requests_deferred.get() + 1);
+                        glommio::spawn_local(serving).detach();
+                    }
                 }
                 Ok(None) => break,
                 Err(err) => {
@@ -339,14 +354,12 @@ async fn read_loop<H: RequestHandler>(
         if conn.closed.get() {
             break;
         }
-        let filled = buf.len();
-        buf.resize(filled + READ_CHUNK_BYTES, 0);
-        match stream.read(&mut buf[filled..]).await {
-            Ok(0) => {
-                buf.truncate(filled);
-                break;
-            }
-            Ok(read) => buf.truncate(filled + read),
+        // A peer that keeps the socket full would otherwise keep this task from yielding,
+        // and the writer from sending the answers queued meanwhile.
+        glommio::yield_if_needed().await;
+        match buf.read_from(&stream).await {
+            Ok(0) => break,
+            Ok(_) => {}
             Err(err) => {
                 tracing::debug!(peer = %conn.peer, %err, "read failed, closing connection");
                 break;
@@ -389,3 +402,7 @@ async fn serve_request<H: RequestHandler>(
 fn system_error(request: &RemotingCommand, err: &RequestError) -> RemotingCommand {
     RemotingCommand::response_to(request, response::SYSTEM_ERROR, Some(err.to_string()))
 }
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

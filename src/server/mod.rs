@@ -2,6 +2,7 @@
 //! each connection with [`connection::Connection`], handing requests to a [`RequestHandler`].
 
 pub mod connection;
+mod frame_io;
 
 use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
