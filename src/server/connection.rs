@@ -326,9 +326,11 @@ async fn read_loop<H: RequestHandler>(
     let in_flight = Rc::new(Semaphore::new(REQUESTS_IN_FLIGHT_MAX as u64));
     let mut buf = ReadBuffer::default();
     'reading: loop {
+        let mut handed_on = false;
         loop {
             match buf.next_frame() {
                 Ok(Some(command)) => {
+                    handed_on = true;
                     if command.is_response() {
                         conn.complete(command);
                         continue;
@@ -364,9 +366,15 @@ async fn read_loop<H: RequestHandler>(
         if conn.closed.get() {
             break;
         }
-        // A peer that keeps the socket full would otherwise keep this task from yielding,
-        // and the writer from sending the answers queued meanwhile.
-        glommio::yield_if_needed().await;
+        if handed_on {
+            // Let what these frames woke (the writer with their answers, a task awaiting a
+            // response) run before this task spends a syscall on waiting for more: that
+            // syscall would otherwise delay every answer. It also keeps a peer that keeps the
+            // socket full from starving the writer.
+            futures_lite::future::yield_now().await;
+        } else {
+            glommio::yield_if_needed().await;
+        }
         match buf.read_from(&stream).await {
             Ok(0) => break,
             Ok(_) => {}
