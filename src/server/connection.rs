@@ -20,13 +20,16 @@
 //! body if it is at most 4 KiB). Per read, one `recv` into uninitialised room, after one
 //! non-blocking peek when the last read emptied the socket (the price of waiting through
 //! glommio without handing it the buffer). Per batch of responses, one `sendmsg`. Per
-//! connection, two descriptors. Measured with tests/namesrv_throughput.rs (release build,
-//! client and NameServer on 2 cores shared with other builds, 5 interleaved runs):
-//! 12.7-17.1k route lookups/s one at a time, 180-241k/s with 128 in flight on one
-//! connection; the code before this (a copy per body, a task per request, 64 KiB zero-filled
-//! per read) measured the same within that noise (13.0-18.4k and 170-267k/s): there the
-//! NameServer's time goes to JSON coding and glommio's io_uring wake-ups (~6 `io_uring_enter`
-//! per batch), and the removed costs were ~2% of its CPU.
+//! connection, two descriptors.
+//!
+//! Measured with tests/namesrv_throughput.rs (release build, client and NameServer on 2 cores
+//! shared with other builds), in runs interleaved with the code before this one (a copy per
+//! body, a task per request, 64 KiB zero-filled per read): equal within the noise, which is
+//! large (medians of 13 runs each: ~6k route lookups/s one at a time for both, 175k/s against
+//! 152k/s with 128 in flight; single runs spread 3-17k and 100-310k). A route lookup's time goes
+//! to JSON coding and glommio's wake-ups (~9 `io_uring_enter` per lookup made one at a time);
+//! the costs removed here were ~2% of the NameServer's CPU in a profile. Syscalls counted per
+//! lookup one at a time: one peek, one `recv`, one `sendmsg` (before: one `recv`, one `send`).
 
 use super::frame_io::{FrameWriter, ReadBuffer};
 use super::{ConnectionId, RequestError, RequestHandler, Response};
