@@ -19,7 +19,7 @@ use ringmq::protocol::header::{
 use ringmq::protocol::message::record::{self, format_properties, StoreFields};
 use ringmq::protocol::message::OffsetMsgId;
 use ringmq::server::connection::Connection;
-use ringmq::server::{not_supported, serve, RequestError, RequestHandler};
+use ringmq::server::{not_supported, serve, RequestError, RequestHandler, Response};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -83,10 +83,16 @@ fn topic_stats() -> TopicStatsTable {
 
 impl RequestHandler for ScriptedBroker {
     async fn handle(
-        &self,
-        _: &Rc<Connection>,
-        req: &RemotingCommand,
-    ) -> Result<RemotingCommand, RequestError> {
+        self: Rc<Self>,
+        _: Rc<Connection>,
+        req: RemotingCommand,
+    ) -> Result<Response, RequestError> {
+        self.answer(&req).map(Response::from)
+    }
+}
+
+impl ScriptedBroker {
+    fn answer(&self, req: &RemotingCommand) -> Result<RemotingCommand, RequestError> {
         let ok = |body: Vec<u8>| {
             RemotingCommand::response_to(req, response::SUCCESS, None).with_body(body)
         };

@@ -20,7 +20,7 @@ use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::*;
 use ringmq::protocol::message::split_records;
 use ringmq::server::connection::Connection;
-use ringmq::server::{RequestError, RequestHandler};
+use ringmq::server::{RequestError, RequestHandler, Response};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -34,16 +34,13 @@ struct Inbox(RefCell<Vec<RemotingCommand>>);
 
 impl RequestHandler for Inbox {
     async fn handle(
-        &self,
-        _: &Rc<Connection>,
-        request: &RemotingCommand,
-    ) -> Result<RemotingCommand, RequestError> {
-        self.0.borrow_mut().push(request.clone());
-        Ok(RemotingCommand::response_to(
-            request,
-            response::SUCCESS,
-            None,
-        ))
+        self: Rc<Self>,
+        _: Rc<Connection>,
+        request: RemotingCommand,
+    ) -> Result<Response, RequestError> {
+        let answer = RemotingCommand::response_to(&request, response::SUCCESS, None);
+        self.0.borrow_mut().push(request);
+        Ok(answer.into())
     }
 }
 

@@ -19,7 +19,7 @@ use crate::protocol::header::SendMessageRequestHeader;
 use crate::protocol::header::ViewMessageRequestHeader;
 use crate::protocol::message::{MessageLimits, UniqKeyGenerator};
 use crate::server::connection::Connection;
-use crate::server::{ConnectionId, RequestError, RequestHandler};
+use crate::server::{ConnectionId, RequestError, RequestHandler, Response};
 use ringmq_shards::{RealClock, RealDisk, Shard};
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
@@ -433,26 +433,27 @@ impl BrokerShard {
 
 impl RequestHandler for BrokerShard {
     async fn handle(
-        &self,
-        connection: &Rc<Connection>,
-        request: &RemotingCommand,
-    ) -> Result<RemotingCommand, RequestError> {
+        self: Rc<Self>,
+        connection: Rc<Connection>,
+        request: RemotingCommand,
+    ) -> Result<Response, RequestError> {
         self.connections
             .borrow_mut()
             .entry(connection.id())
-            .or_insert_with(|| Rc::downgrade(connection));
+            .or_insert_with(|| Rc::downgrade(&connection));
         let origin = Origin {
             shard: self.id,
             connection: connection.id(),
             peer: connection.peer_addr(),
         };
-        Ok(match self.dispatch(origin, request).await {
+        Ok(match self.dispatch(origin, &request).await {
             Ok(response) => response,
             Err(err) => {
                 tracing::debug!(code = request.code, %err, "request failed");
-                err.response_to(request)
+                err.response_to(&request)
             }
-        })
+        }
+        .into())
     }
 
     fn connection_closed(&self, connection: ConnectionId) {

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::protocol::codes::response;
-use crate::server::serve;
+use crate::server::{serve, Response};
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::net::TcpListener;
 use std::cell::RefCell;
@@ -28,22 +28,25 @@ struct TestServer {
 
 impl RequestHandler for TestServer {
     async fn handle(
-        &self,
-        conn: &Rc<Connection>,
-        request: &RemotingCommand,
-    ) -> Result<RemotingCommand, RequestError> {
+        self: Rc<Self>,
+        conn: Rc<Connection>,
+        request: RemotingCommand,
+    ) -> Result<Response, RequestError> {
         let answer = |remark: &str| {
-            RemotingCommand::response_to(request, response::SUCCESS, Some(remark.into()))
+            Ok(
+                RemotingCommand::response_to(&request, response::SUCCESS, Some(remark.into()))
+                    .into(),
+            )
         };
         match request.code {
             PARK => {
                 // Held like a long poll until a RELEASE arrives on any connection.
                 self.release_rx.recv().await;
-                Ok(answer("parked"))
+                answer("parked")
             }
             RELEASE => {
                 let _ = self.release_tx.try_send(());
-                Ok(answer("released"))
+                answer("released")
             }
             ASK_CLIENT_BACK => {
                 conn.oneway(RemotingCommand::request(CLIENT_QUESTION))
@@ -52,23 +55,20 @@ impl RequestHandler for TestServer {
                     .request(RemotingCommand::request(CLIENT_QUESTION), TIMEOUT)
                     .await
                     .map_err(|e| RequestError::Refused(e.to_string()))?;
-                Ok(answer(&format!(
-                    "client said {}",
-                    reply.remark.unwrap_or_default()
-                )))
+                answer(&format!("client said {}", reply.remark.unwrap_or_default()))
             }
             NEVER_ANSWER => std::future::pending().await,
             CHECK_SIGNATURE => {
                 let expected = acl::signature(SECRET_KEY, &request.ext_fields, &request.body);
                 let valid = request.ext(acl::SIGNATURE) == Some(expected.as_str())
                     && request.ext(acl::ACCESS_KEY) == Some("rocketmq2");
-                Ok(answer(if valid { "valid" } else { "invalid" }))
+                answer(if valid { "valid" } else { "invalid" })
             }
             CLOSE_ME => {
                 conn.close();
                 std::future::pending().await
             }
-            _ => Ok(not_supported(request)),
+            _ => Ok(not_supported(&request).into()),
         }
     }
 }
@@ -81,18 +81,14 @@ struct Answerer {
 
 impl RequestHandler for Answerer {
     async fn handle(
-        &self,
-        _: &Rc<Connection>,
-        request: &RemotingCommand,
-    ) -> Result<RemotingCommand, RequestError> {
+        self: Rc<Self>,
+        _: Rc<Connection>,
+        request: RemotingCommand,
+    ) -> Result<Response, RequestError> {
         if request.is_oneway() {
             *self.oneways_seen.borrow_mut() += 1;
         }
-        Ok(RemotingCommand::response_to(
-            request,
-            response::SUCCESS,
-            Some("pong".into()),
-        ))
+        Ok(RemotingCommand::response_to(&request, response::SUCCESS, Some("pong".into())).into())
     }
 }
 

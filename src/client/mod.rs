@@ -7,7 +7,7 @@
 use crate::protocol::acl::{self, Credentials};
 use crate::protocol::command::RemotingCommand;
 use crate::server::connection::{Connection, RemotingError};
-use crate::server::{not_supported, RequestError, RequestHandler};
+use crate::server::{not_supported, RequestError, RequestHandler, Response};
 use glommio::net::TcpStream;
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -27,11 +27,11 @@ pub struct RefuseRequests;
 
 impl RequestHandler for RefuseRequests {
     async fn handle(
-        &self,
-        _: &Rc<Connection>,
-        request: &RemotingCommand,
-    ) -> Result<RemotingCommand, RequestError> {
-        Ok(not_supported(request))
+        self: Rc<Self>,
+        _: Rc<Connection>,
+        request: RemotingCommand,
+    ) -> Result<Response, RequestError> {
+        Ok(not_supported(&request).into())
     }
 }
 

@@ -11,7 +11,7 @@ use crate::protocol::command::RemotingCommand;
 use crate::protocol::fastjson::{self, JsonStyle};
 use crate::protocol::header::*;
 use crate::server::connection::Connection;
-use crate::server::{not_supported, ConnectionId, RequestError, RequestHandler};
+use crate::server::{not_supported, ConnectionId, RequestError, RequestHandler, Response};
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::timer::Timer;
 use std::cell::{Cell, RefCell};
@@ -336,11 +336,11 @@ impl NameServer {
 
 impl RequestHandler for NameServer {
     async fn handle(
-        &self,
-        conn: &Rc<Connection>,
-        request: &RemotingCommand,
-    ) -> Result<RemotingCommand, RequestError> {
-        self.process(conn.id(), request).await
+        self: Rc<Self>,
+        conn: Rc<Connection>,
+        request: RemotingCommand,
+    ) -> Result<Response, RequestError> {
+        self.process(conn.id(), &request).await.map(Response::from)
     }
 
     fn connection_closed(&self, connection: ConnectionId) {

@@ -3,9 +3,11 @@
 //! RocketMQ's binary form (`rocketmq.rs`), chosen per frame by the type byte, so both are
 //! decoded on every frame.
 //!
-//! Cost per frame: decoding copies the body once out of the read buffer and parses the header
-//! into an owned map (a JSON send header is ~250 bytes and ~15 small allocations); encoding
-//! writes header and body into the caller's buffer, one copy of the body.
+//! Cost per frame: decoding parses the header into an owned map (a JSON send header is ~250
+//! bytes and ~15 small allocations); [`split_frame`] leaves the body in the read buffer, while
+//! [`decode_frame`] copies it once. Encoding writes the header into the caller's buffer;
+//! [`encode_frame`] copies the body after it, while a caller of [`encode_frame_head`] sends the
+//! body from where it is (the connection writer gathers a pull's records that way).
 
 mod json;
 mod rocketmq;
@@ -79,9 +81,10 @@ pub fn split_frame(buf: &mut BytesMut) -> Result<Option<RemotingCommand>, FrameE
     decode_complete(&frame, |body| frame.slice_ref(body)).map(Some)
 }
 
-/// The length of the frame at the start of `buf` once all of it is there, checked against the
-/// limits as soon as the length prefix is.
-fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
+/// The size of the frame at the start of `buf`, length prefix included, as soon as that prefix
+/// is there (before the rest of the frame arrives), checked against the limits. Ok(None) = fewer
+/// than 4 bytes. A reader uses it to make room for a large frame at once.
+pub fn frame_bytes(buf: &[u8]) -> Result<Option<usize>, FrameError> {
     let Some(prefix) = buf.get(..4) else {
         return Ok(None);
     };
@@ -93,7 +96,12 @@ fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
     if frame_bytes > FRAME_BYTES_MAX {
         return Err(FrameError::TooLarge { bytes: frame_bytes });
     }
-    Ok((buf.len() >= frame_bytes).then_some(frame_bytes))
+    Ok(Some(frame_bytes))
+}
+
+/// The length of the frame at the start of `buf` once all of it is there.
+fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
+    Ok(frame_bytes(buf)?.filter(|&frame_bytes| buf.len() >= frame_bytes))
 }
 
 /// Decodes one whole frame; `body_of` turns the body's bytes into the command's `Bytes`.
@@ -124,13 +132,21 @@ fn decode_complete(
     }
 }
 
-/// Appends `cmd` as one frame to `out`.
+/// Appends `cmd` as one frame to `out`, its body copied after the header.
+pub fn encode_frame(cmd: &RemotingCommand, out: &mut BytesMut) {
+    encode_frame_head(cmd, cmd.body.len(), out);
+    out.extend_from_slice(&cmd.body);
+}
+
+/// Appends the length prefix and header of a frame whose body is `body_len` bytes to `out`;
+/// the caller sends the body right after (`cmd.body` is not looked at: it may be one of several
+/// parts). The frame then matches what [`encode_frame`] writes for that body.
 ///
 /// A command whose code or version does not fit the binary header's 16 bits is written as JSON
 /// even when it asks for RocketMQ: Java would truncate the value and the peer would misread it,
 /// while every peer decodes JSON. The caller keeps the frame within `FRAME_BYTES_MAX` (a pull
 /// response gathers records only up to that size); a larger one would be refused by the peer.
-pub fn encode_frame(cmd: &RemotingCommand, out: &mut BytesMut) {
+pub fn encode_frame_head(cmd: &RemotingCommand, body_len: usize, out: &mut BytesMut) {
     let start = out.len();
     out.put_u64(0); // length and header-length word, patched once the header is written
     let serialize_type = match cmd.serialize_type {
@@ -148,9 +164,16 @@ pub fn encode_frame(cmd: &RemotingCommand, out: &mut BytesMut) {
         header_bytes < 1 << 24,
         "a header is limited to 24 bits of length"
     );
-    out.extend_from_slice(&cmd.body);
-    let length = (out.len() - start - 4) as u32;
+    let frame_bytes = FRAME_PREFIX_BYTES + header_bytes + body_len;
+    debug_assert!(
+        frame_bytes <= FRAME_BYTES_MAX,
+        "a frame of {frame_bytes} bytes exceeds the {FRAME_BYTES_MAX}-byte limit"
+    );
+    let length = (frame_bytes - 4) as u32;
     let word = (serialize_type as u32) << 24 | header_bytes as u32;
     out[start..start + 4].copy_from_slice(&length.to_be_bytes());
     out[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,11 +2,14 @@
 //! each connection with [`connection::Connection`], handing requests to a [`RequestHandler`].
 
 pub mod connection;
+mod frame_io;
 
 use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::fastjson::FastjsonError;
+use crate::protocol::frame::FRAME_BYTES_MAX;
 use crate::protocol::header::HeaderError;
+use bytes::Bytes;
 use connection::Connection;
 use glommio::net::TcpListener;
 use glommio::sync::Semaphore;
@@ -37,16 +40,58 @@ pub enum RequestError {
     Refused(String),
 }
 
+/// What a handler answers: the command, and after its own body further body parts written as
+/// they are (a pull's records straight from the store's buffers), so no record is copied to be
+/// sent. On the wire the frame's body is `command.body` followed by every part, and the whole
+/// frame stays within `FRAME_BYTES_MAX`.
+#[derive(Debug)]
+pub struct Response {
+    pub command: RemotingCommand,
+    pub body_parts: Vec<Bytes>,
+}
+
+impl From<RemotingCommand> for Response {
+    fn from(command: RemotingCommand) -> Self {
+        Self {
+            command,
+            body_parts: Vec::new(),
+        }
+    }
+}
+
+impl Response {
+    /// `command` with `parts` sent after its own body.
+    pub fn gathered(command: RemotingCommand, parts: Vec<Bytes>) -> Self {
+        let response = Self {
+            command,
+            body_parts: parts,
+        };
+        debug_assert!(
+            response.body_len() < FRAME_BYTES_MAX,
+            "a body of {} bytes cannot fit a frame",
+            response.body_len()
+        );
+        response
+    }
+
+    /// The frame body's length: the command's own body and every part.
+    pub fn body_len(&self) -> usize {
+        self.command.body.len() + self.body_parts.iter().map(Bytes::len).sum::<usize>()
+    }
+}
+
 /// What a server (or a client, for requests its peer sends it) does with a request.
 pub trait RequestHandler: 'static {
-    /// Produces the response to `request`, built with `RemotingCommand::response_to`. It may
-    /// take as long as it likes (long polling); other requests are served meanwhile. For a
-    /// oneway request the response is dropped.
+    /// Produces the response to `request`, built with `RemotingCommand::response_to`. The
+    /// future owns what it needs, so the connection polls it once where the request was read
+    /// and gives it a task of its own only if it waits: a handler that can answer at once should
+    /// (no task is spawned then). It may take as long as it likes (long polling); other
+    /// requests are served meanwhile. For a oneway request the response is dropped.
     fn handle(
-        &self,
-        connection: &Rc<Connection>,
-        request: &RemotingCommand,
-    ) -> impl Future<Output = Result<RemotingCommand, RequestError>>;
+        self: Rc<Self>,
+        connection: Rc<Connection>,
+        request: RemotingCommand,
+    ) -> impl Future<Output = Result<Response, RequestError>> + 'static;
 
     /// The connection is gone (closed by either side, or dropped after a bad frame).
     fn connection_closed(&self, _connection: ConnectionId) {}

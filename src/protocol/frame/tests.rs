@@ -1,0 +1,82 @@
+//! A frame written as a head plus a gathered body reads back as the frame `encode_frame` writes
+//! for the joined body, in both header forms, however the body is split.
+
+use super::*;
+use crate::protocol::codes::response;
+
+/// Bodies split in parts as a pull response gathers records: (own body, further parts).
+fn layouts() -> Vec<(&'static [u8], Vec<&'static [u8]>)> {
+    vec![
+        (b"", vec![]),
+        (b"own body only", vec![]),
+        (b"", vec![b"first record|", b"second record|", b"third"]),
+        (
+            b"own|",
+            vec![b"", b"after an empty part|", b"", b"last", b""],
+        ),
+        (b"", vec![b"", b""]),
+    ]
+}
+
+fn command(serialize_type: SerializeType, own_body: &'static [u8]) -> RemotingCommand {
+    let mut request = RemotingCommand::request(11);
+    request.opaque = 77;
+    let mut cmd = RemotingCommand::response_to(&request, response::SUCCESS, Some("ok".into()))
+        .with_body(Bytes::from_static(own_body));
+    cmd.serialize_type = serialize_type;
+    cmd.ext_fields.insert("nextBeginOffset".into(), "42".into());
+    cmd
+}
+
+#[test]
+fn a_head_and_a_gathered_body_decode_as_one_frame_in_both_header_forms() {
+    for serialize_type in [SerializeType::Json, SerializeType::RocketMq] {
+        for (own_body, parts) in layouts() {
+            let cmd = command(serialize_type, own_body);
+            let body_len = own_body.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+            let mut wire = BytesMut::new();
+            encode_frame_head(&cmd, body_len, &mut wire);
+            wire.extend_from_slice(own_body);
+            for part in &parts {
+                wire.extend_from_slice(part);
+            }
+
+            let joined: Vec<u8> = [own_body]
+                .iter()
+                .chain(&parts)
+                .flat_map(|p| p.iter().copied())
+                .collect();
+            let whole = cmd.clone().with_body(joined.clone());
+            let mut copied = BytesMut::new();
+            encode_frame(&whole, &mut copied);
+            assert_eq!(
+                wire, copied,
+                "{serialize_type:?} {parts:?}: same bytes as encode_frame"
+            );
+
+            let (decoded, consumed) = decode_frame(&wire).unwrap().expect("a whole frame");
+            assert_eq!(consumed, wire.len());
+            assert_eq!(decoded.serialize_type, serialize_type);
+            assert_eq!(decoded.body, joined, "{serialize_type:?} {parts:?}");
+            assert_eq!(decoded, whole);
+            // Every cut short of the end asks for more bytes, as a reader sees it.
+            for cut in 0..wire.len() {
+                assert!(decode_frame(&wire[..cut]).unwrap().is_none());
+            }
+        }
+    }
+}
+
+#[test]
+fn frame_bytes_is_known_from_the_length_prefix_alone() {
+    let cmd = command(SerializeType::Json, b"");
+    let mut wire = BytesMut::new();
+    encode_frame_head(&cmd, 1000, &mut wire);
+    assert_eq!(frame_bytes(&wire[..3]).unwrap(), None);
+    assert_eq!(frame_bytes(&wire[..4]).unwrap(), Some(wire.len() + 1000));
+    let oversized = ((FRAME_BYTES_MAX - 3) as u32).to_be_bytes();
+    assert!(matches!(
+        frame_bytes(&oversized),
+        Err(FrameError::TooLarge { bytes }) if bytes == FRAME_BYTES_MAX + 1
+    ));
+}
