@@ -104,7 +104,11 @@ impl<W> Bus<W> {
 
     /// This shard's inbox at `to`, when it has room.
     fn outbox(&self, to: usize) -> Result<&ArrayQueue<W>, BusError> {
-        assert!(to < self.shards(), "no shard {to} in a mesh of {}", self.shards());
+        assert!(
+            to < self.shards(),
+            "no shard {to} in a mesh of {}",
+            self.shards()
+        );
         let inbox = self.mesh.inbox(self.id, to);
         if inbox.is_full() {
             return Err(BusError::Busy("shard inbox full"));
@@ -190,7 +194,10 @@ where
 fn serve_one<W>(bus: &Bus<W>, work: impl Future<Output = ()> + 'static) {
     let mut work = Box::pin(work);
     let waker = noop_waker();
-    let pending = work.as_mut().poll(&mut Context::from_waker(&waker)).is_pending();
+    let pending = work
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending();
     if pending {
         glommio::spawn_local(work).detach();
     }

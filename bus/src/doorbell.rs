@@ -54,9 +54,15 @@ impl Listener {
     /// Returns once per one-or-more rings since the last return. One wait at a time; a wait
     /// costs a few syscalls (a `dup` and glommio's registration), fine for a stop signal.
     pub async fn wait(&self) {
-        assert!(!self.waiting.replace(true), "a Listener has one waiter at a time");
+        assert!(
+            !self.waiting.replace(true),
+            "a Listener has one waiter at a time"
+        );
         let _waiting = Reset(&self.waiting);
-        let socket = self.socket.try_clone().expect("duplicate the doorbell socket");
+        let socket = self
+            .socket
+            .try_clone()
+            .expect("duplicate the doorbell socket");
         let mut receiver = WakeReceiver::new(socket);
         let shared = &self.shared;
         receiver

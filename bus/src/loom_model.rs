@@ -160,7 +160,9 @@ fn check<P: Protocol>(queues: usize, senders: &'static [&'static [usize]]) {
                 thread::spawn(move || pushes.iter().for_each(|&queue| model.send(queue)))
             })
             .collect();
-        senders.into_iter().for_each(|sender| sender.join().unwrap());
+        senders
+            .into_iter()
+            .for_each(|sender| sender.join().unwrap());
         model.socket.lock().unwrap().senders_done = true;
         model.readable.notify_one();
         assert_eq!(receiver.join().unwrap(), messages, "every message received");

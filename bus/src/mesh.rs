@@ -44,9 +44,7 @@ pub fn mesh<W: Send + 'static>(shards: usize) -> Vec<Endpoint<W>> {
         .map(|_| {
             let (wake, socket) = wake_pair();
             sockets.push(socket);
-            let inboxes = (0..shards)
-                .map(|_| ArrayQueue::new(INBOX_DEPTH))
-                .collect();
+            let inboxes = (0..shards).map(|_| ArrayQueue::new(INBOX_DEPTH)).collect();
             let replies = ArrayQueue::new(REPLIES_OWED_MAX);
             let home = Arc::new(Home { replies, wake });
             ShardQueues { inboxes, home }

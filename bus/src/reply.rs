@@ -30,7 +30,10 @@ pub(crate) struct Home {
 impl Home {
     fn answer(&self, answer: Answer) {
         let queued = self.replies.push(answer);
-        assert!(queued.is_ok(), "reply queue overflow: the owed-replies bound was not kept");
+        assert!(
+            queued.is_ok(),
+            "reply queue overflow: the owed-replies bound was not kept"
+        );
         self.wake.notify();
     }
 }

@@ -128,6 +128,13 @@ impl WakeReceiver {
 /// One nonblocking read; 0 when nothing is there.
 fn read_now(fd: RawFd, bytes: &mut [u8]) -> usize {
     // SAFETY: `bytes` is writable for its length; `fd` is open while the receiver lives.
-    let read = unsafe { libc::recv(fd, bytes.as_mut_ptr().cast(), bytes.len(), libc::MSG_DONTWAIT) };
+    let read = unsafe {
+        libc::recv(
+            fd,
+            bytes.as_mut_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
     usize::try_from(read).unwrap_or(0)
 }

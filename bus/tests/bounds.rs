@@ -58,7 +58,10 @@ async fn call_until(bus: &Rc<Bus<Work>>, calls: &mut Calls, until: impl Fn(&Bus<
             }
             glommio::executor().yield_task_queue_now().await;
         }
-        assert!(bus.stats().calls_pending > pending, "a call below the bounds waits");
+        assert!(
+            bus.stats().calls_pending > pending,
+            "a call below the bounds waits"
+        );
     }
 }
 
@@ -75,7 +78,11 @@ fn calls_past_the_bounds_are_refused_and_slots_come_back() {
             Err(BusError::Busy("too many replies owed to this shard")),
         ]
     );
-    assert_eq!((stats.calls_pending, stats.replies_owed), (0, 0), "all answered");
+    assert_eq!(
+        (stats.calls_pending, stats.replies_owed),
+        (0, 0),
+        "all answered"
+    );
 }
 
 /// Fills the pending bound; gives up on calls, which frees their slots but not their owed
@@ -88,7 +95,11 @@ async fn past_the_bounds(bus: &Rc<Bus<Work>>) -> [Result<usize, BusError>; 2] {
     let too_many_calls = bus.call(1, Work::Hold).await;
     give_up(bus, &mut calls, CALLS_PENDING_MAX / 2).await;
     give_up(bus, &mut calls, CALLS_PENDING_MAX / 2).await;
-    assert_eq!(bus.stats().replies_owed, CALLS_PENDING_MAX, "given up, still owed");
+    assert_eq!(
+        bus.stats().replies_owed,
+        CALLS_PENDING_MAX,
+        "given up, still owed"
+    );
     call_until(bus, &mut calls, pending_max).await;
     assert_eq!(bus.stats().replies_owed, REPLIES_OWED_MAX);
     give_up(bus, &mut calls, 1).await;

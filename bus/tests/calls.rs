@@ -74,9 +74,15 @@ fn calls_among(shards: usize) {
     for handle in handles {
         let (me, stats, notified) = handle.join().unwrap();
         let peers: Vec<usize> = (0..shards).filter(|&peer| peer != me).collect();
-        assert_eq!(notified, peers, "shard {me} got one notification from each peer");
+        assert_eq!(
+            notified, peers,
+            "shard {me} got one notification from each peer"
+        );
         let served = peers.len() as u64;
-        assert_eq!(stats.served_spawned, served, "one AddLater per peer became a task");
+        assert_eq!(
+            stats.served_spawned, served,
+            "one AddLater per peer became a task"
+        );
         assert_eq!(stats.served_inline, 3 * served, "the rest completed inline");
         assert_eq!((stats.calls_pending, stats.replies_owed), (0, 0));
     }
@@ -109,20 +115,31 @@ fn a_shard_calls_itself_through_its_own_inbox() {
     let (sum, later, hello, notified, stats) = handle.join().unwrap();
     assert_eq!((sum, later), (5, 9));
     assert_eq!(hello, "hello me from 0");
-    assert_eq!(notified, [7], "the send was served before the call queued behind it");
+    assert_eq!(
+        notified,
+        [7],
+        "the send was served before the call queued behind it"
+    );
     assert_eq!((stats.calls_pending, stats.replies_owed), (0, 0));
 }
 
 #[test]
 fn a_dropped_reply_to_gives_dropped() {
-    let (ignored, answered, stats) = asker_and_peer(|peer| start(peer).0, |asker| async move {
-        let (bus, _) = start(asker);
-        let ignored = bus.call(1, Work::Ignore).await;
-        let answered = bus.call(1, |r| Work::Add(1, 1, r)).await;
-        (ignored, answered, bus.stats())
-    });
+    let (ignored, answered, stats) = asker_and_peer(
+        |peer| start(peer).0,
+        |asker| async move {
+            let (bus, _) = start(asker);
+            let ignored = bus.call(1, Work::Ignore).await;
+            let answered = bus.call(1, |r| Work::Add(1, 1, r)).await;
+            (ignored, answered, bus.stats())
+        },
+    );
     assert!(matches!(ignored, Err(BusError::Dropped)), "{ignored:?}");
-    assert_eq!(answered.unwrap(), 2, "the bus goes on after a dropped ReplyTo");
+    assert_eq!(
+        answered.unwrap(),
+        2,
+        "the bus goes on after a dropped ReplyTo"
+    );
     assert_eq!((stats.calls_pending, stats.replies_owed), (0, 0));
 }
 
@@ -150,8 +167,14 @@ fn a_full_inbox_refuses_at_once() {
     });
     let (sent, called, built, stats) = asker.join().unwrap();
     drop(asleep);
-    assert!(matches!(sent, Err(BusError::Busy("shard inbox full"))), "{sent:?}");
-    assert!(matches!(called, Err(BusError::Busy("shard inbox full"))), "{called:?}");
+    assert!(
+        matches!(sent, Err(BusError::Busy("shard inbox full"))),
+        "{sent:?}"
+    );
+    assert!(
+        matches!(called, Err(BusError::Busy("shard inbox full"))),
+        "{called:?}"
+    );
     assert!(!built, "a refused call does not build its work");
     assert_eq!((stats.calls_pending, stats.replies_owed), (0, 0));
 }

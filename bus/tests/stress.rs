@@ -19,7 +19,11 @@ use support::{shard, Finish};
 
 /// Rounds each shard makes: about 4 s per test in release, 3 s in a debug build, with the
 /// hogs on this two-core machine (a round then takes about 0.4 ms and 1 ms).
-const ROUNDS: u64 = if cfg!(debug_assertions) { 3_000 } else { 10_000 };
+const ROUNDS: u64 = if cfg!(debug_assertions) {
+    3_000
+} else {
+    10_000
+};
 /// Threads that spin while the shards ping-pong (the machine has two cores).
 const HOGS: usize = 2;
 /// Only a lost wake-up comes near it; it bounds the test instead of letting it hang.
@@ -62,7 +66,11 @@ type Answer = Option<(u64, ReplyTo<u64>)>;
 /// Answers pings handed to it from any shard, until told to stop.
 fn answerer() -> (mpsc::Sender<Answer>, JoinHandle<()>) {
     let (tx, rx) = mpsc::channel::<Answer>();
-    let answer = move || rx.iter().map_while(|ping| ping).for_each(|(n, r)| r.send(n + 1));
+    let answer = move || {
+        rx.iter()
+            .map_while(|ping| ping)
+            .for_each(|(n, r)| r.send(n + 1))
+    };
     (tx, std::thread::spawn(answer))
 }
 
@@ -103,8 +111,12 @@ fn ping_pong(shards: usize) {
         .into_iter()
         .zip(listeners)
         .map(|(endpoint, listener)| {
-            let (finish, progress, done, by_thread) =
-                (finish.clone(), progress.clone(), done_tx.clone(), by_thread.clone());
+            let (finish, progress, done, by_thread) = (
+                finish.clone(),
+                progress.clone(),
+                done_tx.clone(),
+                by_thread.clone(),
+            );
             shard(&format!("ping-{}", endpoint.id()), move || async move {
                 let bus = start(endpoint, by_thread);
                 ping(&bus, &progress[bus.id()]).await;
@@ -122,10 +134,16 @@ fn ping_pong(shards: usize) {
         });
         // Proof that the shards really slept between messages, which is what is tested: each
         // round, a shard waiting for its answer sleeps (about 1.1 sleeps a round, measured).
-        assert!(stats.sleeps >= ROUNDS / 2, "the shards did not sleep: {stats:?}");
+        assert!(
+            stats.sleeps >= ROUNDS / 2,
+            "the shards did not sleep: {stats:?}"
+        );
         assert_eq!((stats.calls_pending, stats.replies_owed), (0, 0));
     }
-    eprintln!("{shards} shards, {ROUNDS} rounds each: {:?}", started.elapsed());
+    eprintln!(
+        "{shards} shards, {ROUNDS} rounds each: {:?}",
+        started.elapsed()
+    );
     handles.into_iter().for_each(|shard| shard.join().unwrap());
     by_thread.send(None).unwrap();
     answerer.join().unwrap();

@@ -115,9 +115,15 @@ fn an_idle_shard_sleeps_until_called() {
     let ticker_wakes = ticker_after.switches - ticker_before.switches;
     eprintln!("over {WINDOW:?}: idle shard {cpu_ns} ns on CPU, ticker woke {ticker_wakes} times");
     assert_eq!(idle_after.state, 'S', "the idle shard still sleeps");
-    assert_eq!(idle_after.switches, idle_before.switches, "the idle shard never woke");
+    assert_eq!(
+        idle_after.switches, idle_before.switches,
+        "the idle shard never woke"
+    );
     assert!(cpu_ns < 50_000, "the idle shard ran for {cpu_ns} ns");
-    assert!(ticker_wakes >= 3, "a 10 ms timer woke its shard {ticker_wakes} times");
+    assert!(
+        ticker_wakes >= 3,
+        "a 10 ms timer woke its shard {ticker_wakes} times"
+    );
     assert_eq!(answer.unwrap(), 42, "the idle shard woke for a call");
     assert!(stats.sleeps >= 1 && stats.served_inline == 1, "{stats:?}");
 }

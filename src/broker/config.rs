@@ -6,7 +6,7 @@
 //! [`BrokerConfig::unknown_keys`] and logged once; a value that does not parse is a
 //! [`ConfigError`] naming the key and the file.
 
-use crate::broker::control::topics::QUEUE_NUMS_MAX;
+use crate::broker::names::{has_illegal_chars, QUEUE_NUMS_MAX};
 use crate::protocol::body::{PERM_INHERIT, PERM_READ, PERM_WRITE};
 use ringmq_shards::config::FlushMode;
 use ringmq_shards::offset::SHARD_ID_MAX;
@@ -412,7 +412,7 @@ impl Origin<'_> {
         if self.value.is_empty() {
             return Err(self.bad(key, "must not be empty"));
         }
-        if crate::broker::control::topics::has_illegal_chars(self.value) {
+        if has_illegal_chars(self.value) {
             return Err(self.bad(key, "may hold only letters, digits, %, |, - and _"));
         }
         Ok(self.value.to_owned())

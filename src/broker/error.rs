@@ -105,6 +105,17 @@ impl BrokerError {
 
 pub type BrokerResult<T> = Result<T, BrokerError>;
 
+impl From<ringmq_bus::BusError> for BrokerError {
+    /// A full inbox or too many calls waiting is the client's SYSTEM_BUSY; an answer dropped
+    /// unsent means the other shard is stopping.
+    fn from(err: ringmq_bus::BusError) -> Self {
+        match err {
+            ringmq_bus::BusError::Busy(why) => Self::Busy(why),
+            ringmq_bus::BusError::Dropped => Self::ShuttingDown,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,23 +1,26 @@
 //! The broker: N shards, one glommio executor pinned per core, each owning its queues'
-//! storage, offsets and long-poll waiters; a cross-shard router for requests that reach a
-//! connection on a shard that does not own their queue; a control plane (topics,
-//! subscription groups, consumer-group membership, queue locks) with one writer, shard 0,
-//! and versioned read-only copies on every shard.
+//! storage, offsets and long-poll waiters; a control plane (topics, subscription groups,
+//! consumer-group membership, queue locks) with one writer, shard 0, and versioned read-only
+//! copies on every shard; a bus carrying typed work between shards.
 //!
-//! `runtime` starts it; `shard_state` is one shard and decides where a request is served;
-//! `processor/` serves each family of requests; `control_plane` is shard 0's writer;
-//! `router` carries work between shards; `registration` talks to the NameServers.
+//! The request path, top to bottom: `dispatch` classifies a client request once (the one
+//! request table) and hands the typed request to its family in `processor/`; what another
+//! shard must do travels as `work` and is served there by `inbox`; control operations are
+//! applied by `control_pump` on shard 0 with the `control` tables. `shard` is one shard's
+//! state; `runtime` starts and stops it all; `registration` talks to the NameServers.
 
 pub mod config;
 pub mod control;
-pub mod control_plane;
+pub mod control_pump;
+pub mod dispatch;
 pub mod error;
+pub mod inbox;
+pub mod names;
 pub mod placement;
 pub mod processor;
 pub mod registration;
-pub mod router;
 pub mod runtime;
-pub mod shard_state;
+pub mod shard;
 pub mod work;
 
 /// Wall-clock milliseconds, as stored in records and compared with heartbeat and lock times.

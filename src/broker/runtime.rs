@@ -1,20 +1,23 @@
 //! Starting and stopping a broker: the data directory and its fixed shard count, one glommio
-//! executor pinned per core for each shard, the router mesh joining them, the listeners
+//! executor pinned per core for each shard, the shard bus joining them, the listeners
 //! (SO_REUSEPORT: every shard accepts on the same ports), the per-shard background tasks,
 //! and the clean stop on SIGTERM/SIGINT (flush, persist offsets, unregister).
 
 use super::config::BrokerConfig;
+use super::control::plane::ControlPlane;
+use super::control::snapshot::ControlSnapshot;
 use super::control::subscription_groups::SubscriptionGroupTable;
 use super::control::topics::TopicTable;
-use super::control_plane::{snapshot_of, ControlPlane, ControlSnapshot};
-use super::router::{Router, RouterMesh};
-use super::shard_state::{BrokerShard, Store};
+use super::registration::NamesrvLinks;
+use super::shard::{Shard, Store};
+use super::work::Work;
+use super::{control_pump, inbox};
 use crate::server;
-use glommio::channels::shared_channel::{self, SharedReceiver, SharedSender};
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
+use ringmq_bus::{Bell, Endpoint};
 use ringmq_shards::real_io::Durability;
-use ringmq_shards::{FlushMode, RealClock, RealDisk, Shard, ShardConfig};
+use ringmq_shards::{FlushMode, RealClock, RealDisk, ShardConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -33,15 +36,6 @@ pub const PERSIST_INTERVAL: Duration = Duration::from_secs(1);
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// Ports below the VIP offset have no VIP port.
 const VIP_PORT_OFFSET: u16 = 2;
-/// glommio 0.9 can lose a wake-up sent from another executor: the sleeper's "notify me" flag
-/// and the queue of foreign wakers are ordered `Relaxed`, so a peer can queue a waker, see
-/// the flag still unset and skip the eventfd write, while the sleeper, having found the queue
-/// empty, sleeps in io_uring with no timer armed — for good. Seen: a shard asleep while its
-/// peer waited for it to join the router mesh, about one start in 40 with the host at load
-/// 12 ("shards did not start in time"). The reactor drains the foreign wakers on every wake,
-/// so a timer firing this often makes such a wake-up late by at most this much, never lost,
-/// for routed requests, start-up and the stop signal's channels alike; 100 timer wakes a second per idle shard.
-const LOST_WAKEUP_BOUND: Duration = Duration::from_millis(10);
 const META_FILE: &str = "broker.meta";
 
 /// Why a broker could not start.
@@ -74,36 +68,33 @@ pub fn run(mut config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Resul
     let topics = TopicTable::open(&config_dir, &config).map_err(|e| data_err(&config_dir, e))?;
     let groups =
         SubscriptionGroupTable::open(&config_dir, &config).map_err(|e| data_err(&config_dir, e))?;
-    let snapshot = Arc::new(snapshot_of(1, &topics, &groups, &Default::default()));
+    let snapshot = Arc::new(ControlSnapshot::of(1, &topics, &groups, Default::default()));
     let config = Arc::new(config);
 
     let signals = block_stop_signals();
-    let mesh = RouterMesh::new(shards);
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut stops = Vec::new();
     let mut handles = Vec::new();
-    let mut tables = Some((topics, groups));
-    for (id, cpu) in shard_cpus(shards).into_iter().enumerate() {
-        let (stop_tx, stop_rx) = shared_channel::new_bounded::<()>(1);
-        stops.push(stop_tx);
-        let control_tables = if id == 0 { tables.take() } else { None };
-        let (config, snapshot, mesh, ready, vip) = (
-            config.clone(),
-            snapshot.clone(),
-            mesh.clone(),
-            ready_tx.clone(),
-            vip,
-        );
+    let mut plane = Some(ControlPlane::new(topics, groups));
+    let endpoints = ringmq_bus::mesh::<Work>(shards);
+    for ((id, cpu), endpoint) in shard_cpus(shards).into_iter().enumerate().zip(endpoints) {
+        let (stop, stop_heard) = ringmq_bus::doorbell();
+        stops.push(stop);
+        let plane = if id == 0 { plane.take() } else { None };
+        let (config, snapshot, ready) = (config.clone(), snapshot.clone(), ready_tx.clone());
         let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{id}"))
             .io_memory(SHARD_IO_MEMORY_BYTES)
             .spawn(move || async move {
-                glommio::spawn_local(bound_lost_wakeups()).detach();
-                let started = start_shard(id, config, snapshot, control_tables, mesh, vip).await;
-                match started {
+                let joined = Joined {
+                    id,
+                    endpoint,
+                    plane,
+                };
+                match start_shard(joined, config, snapshot, vip).await {
                     Ok((shard, bound)) => {
                         let _ = ready.send(Ok(bound));
-                        wait_for_stop(stop_rx).await;
+                        stop_heard.wait().await;
                         stop_shard(&shard).await;
                     }
                     Err(err) => {
@@ -132,13 +123,6 @@ pub fn run(mut config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Resul
         let _ = handle.join();
     }
     Ok(())
-}
-
-/// Wakes this executor every [`LOST_WAKEUP_BOUND`] for as long as it runs.
-async fn bound_lost_wakeups() {
-    loop {
-        glommio::timer::sleep(LOST_WAKEUP_BOUND).await;
-    }
 }
 
 fn data_err(dir: &Path, err: impl std::fmt::Display) -> StartError {
@@ -199,28 +183,34 @@ fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-async fn start_shard(
+/// What a shard starts from besides the configuration: its id, its end of the bus and, on
+/// shard 0, the control plane.
+struct Joined {
     id: usize,
+    endpoint: Endpoint<Work>,
+    plane: Option<ControlPlane>,
+}
+
+async fn start_shard(
+    joined: Joined,
     config: Arc<BrokerConfig>,
     snapshot: Arc<ControlSnapshot>,
-    control_tables: Option<(TopicTable, SubscriptionGroupTable)>,
-    mesh: RouterMesh,
     vip: Option<SocketAddr>,
-) -> Result<(Rc<BrokerShard>, SocketAddr), StartError> {
+) -> Result<(Rc<Shard>, SocketAddr), StartError> {
+    let id = joined.id;
     let fail = |reason: String| StartError::Shard { shard: id, reason };
     let store = open_store(id, &config)
         .await
         .map_err(|e| fail(e.to_string()))?;
-    let control = control_tables.map(|(topics, groups)| ControlPlane::new(topics, groups));
-    let shard = BrokerShard::new(id, config.clone(), store, snapshot, control);
+    let shard = Rc::new(Shard::new(id, config.clone(), store, snapshot));
+    let control = joined
+        .plane
+        .map(|plane| control_pump::start(shard.clone(), plane));
     let serving = shard.clone();
-    let router = Router::join(mesh, move |_from, work| {
-        let shard = serving.clone();
-        async move { shard.serve_work(work).await }
-    })
-    .await
-    .map_err(|e| fail(e.to_string()))?;
-    shard.set_router(router);
+    let bus = joined
+        .endpoint
+        .start(move |_from, work| inbox::serve(serving.clone(), work, control.clone()));
+    shard.set_bus(bus);
 
     spawn_background(&shard);
     let bound = listen(&shard, config.listen).map_err(fail)?;
@@ -244,10 +234,10 @@ async fn open_store(id: usize, config: &BrokerConfig) -> ringmq_shards::error::R
         FlushMode::SyncFlush => Durability::WriteThrough,
         FlushMode::AsyncFlush => Durability::Fdatasync,
     };
-    Shard::open(shard_config, RealDisk { durability }, RealClock).await
+    Store::open(shard_config, RealDisk { durability }, RealClock).await
 }
 
-fn spawn_background(shard: &Rc<BrokerShard>) {
+fn spawn_background(shard: &Rc<Shard>) {
     let s = shard.clone();
     glommio::spawn_local(async move { s.store().run_flusher().await }).detach();
     let s = shard.clone();
@@ -259,25 +249,9 @@ fn spawn_background(shard: &Rc<BrokerShard>) {
             s.store().run_delay_level(level).await
         }));
     }
-    if shard.control().is_some() {
-        let s = shard.clone();
-        glommio::spawn_local(async move {
-            if let Some(control) = s.control() {
-                control.run_registration(&s).await;
-            }
-        })
-        .detach();
-        let s = shard.clone();
-        glommio::spawn_local(async move {
-            if let Some(control) = s.control() {
-                control.run_client_expiry(&s).await;
-            }
-        })
-        .detach();
-    }
 }
 
-fn listen(shard: &Rc<BrokerShard>, addr: SocketAddr) -> Result<SocketAddr, String> {
+fn listen(shard: &Rc<Shard>, addr: SocketAddr) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     shard.add_listener(glommio::spawn_local(server::serve(listener, shard.clone())));
@@ -292,14 +266,9 @@ fn vip_addr(bound: SocketAddr) -> Option<SocketAddr> {
     Some(SocketAddr::new(bound.ip(), port))
 }
 
-async fn wait_for_stop(stop: SharedReceiver<()>) {
-    let stop = stop.connect().await;
-    let _ = stop.recv().await;
-}
-
 /// A clean stop: new sends are refused, the log is flushed, queues and offsets persisted,
 /// and shard 0 unregisters from the NameServers.
-async fn stop_shard(shard: &BrokerShard) {
+async fn stop_shard(shard: &Shard) {
     shard.begin_stop();
     if let Err(err) = shard.store().flush().await {
         tracing::error!(shard = shard.id(), %err, "flush at stop failed");
@@ -307,36 +276,21 @@ async fn stop_shard(shard: &BrokerShard) {
     if let Err(err) = shard.store().persist().await {
         tracing::error!(shard = shard.id(), %err, "persist at stop failed");
     }
-    if let Some(control) = shard.control() {
-        control.unregister(shard).await;
+    if shard.id() == 0 {
+        NamesrvLinks::default().unregister_all(shard.config()).await;
     }
 }
 
-/// Waits for SIGTERM/SIGINT, then tells every shard to stop. The stop channels are
-/// connected first, on a small executor of this thread: a glommio receiver whose sender has
-/// not connected yet is polled on every turn of its executor's loop, which kept an idle shard
-/// at 100 % of its core.
-fn stop_on_signal(stops: Vec<SharedSender<()>>, signals: &libc::sigset_t) {
-    let stopped = crate::client::block_on(async move {
-        // Connecting waits on the shards' executors: a lost wake-up here would leave SIGTERM
-        // unheard and every shard spinning on its unconnected stop channel (seen).
-        let _wakeups = glommio::spawn_local(bound_lost_wakeups());
-        let mut connected = Vec::with_capacity(stops.len());
-        for stop in stops {
-            connected.push(stop.connect().await);
-        }
-        // Blocks this thread only; nothing else runs on its executor.
-        let signal = wait_for_signal(signals);
-        tracing::info!(
-            signal,
-            "stopping: flushing, persisting offsets, unregistering"
-        );
-        for stop in &connected {
-            let _ = stop.send(()).await;
-        }
-    });
-    if let Err(err) = stopped {
-        tracing::error!(%err, "could not tell the shards to stop");
+/// Waits for SIGTERM/SIGINT, then rings every shard's stop bell (a wake-up that cannot be
+/// lost, from this plain thread).
+fn stop_on_signal(stops: Vec<Bell>, signals: &libc::sigset_t) {
+    let signal = wait_for_signal(signals);
+    tracing::info!(
+        signal,
+        "stopping: flushing, persisting offsets, unregistering"
+    );
+    for stop in &stops {
+        stop.ring();
     }
 }
 

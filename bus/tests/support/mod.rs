@@ -5,8 +5,8 @@
 
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use ringmq_bus::{doorbell, mesh, Bell, Bus, Endpoint, Listener};
-use std::rc::Rc;
 use std::future::Future;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,10 +113,21 @@ pub fn scheduled(tid: i32) -> Scheduled {
     let switches = status
         .lines()
         .filter(|line| line.contains("ctxt_switches"))
-        .map(|line| line.split_whitespace().last().unwrap().parse::<u64>().unwrap())
+        .map(|line| {
+            line.split_whitespace()
+                .last()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
         .sum();
     let schedstat = read("schedstat");
-    let cpu_ns = schedstat.split_whitespace().next().unwrap().parse().unwrap();
+    let cpu_ns = schedstat
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     Scheduled {
         state: state.expect("state"),
         switches,

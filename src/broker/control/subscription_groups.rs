@@ -9,7 +9,7 @@
 //! ringmq has no command that sets it yet.
 
 use crate::broker::config::BrokerConfig;
-use crate::broker::control::topics::{has_illegal_chars, QUEUE_NUMS_MAX};
+use crate::broker::names::{has_illegal_chars, QUEUE_NUMS_MAX};
 use crate::persist::{FileShape, PersistError, PersistedTable, Snapshot};
 use crate::protocol::body::subscription_group::{
     SubscriptionGroupConfig, SubscriptionGroupWrapper,

@@ -7,6 +7,7 @@
 //! The other shards read [`TopicSnapshot`]s of it.
 
 use crate::broker::config::BrokerConfig;
+pub use crate::broker::names::{has_illegal_chars, QUEUE_NUMS_MAX};
 use crate::persist::{FileShape, PersistError, PersistedTable, Snapshot};
 use crate::protocol::body::{
     self, DataVersion, TopicConfig, TopicConfigSerializeWrapper, PERM_INHERIT, PERM_READ,
@@ -22,9 +23,6 @@ pub const TOPICS_FILE: &str = "config/topics.json";
 /// Topics per broker. Apache has no limit, but rewrites the whole file on every change, as
 /// we do: 100 k topics make a file of ~20 MB, about the most a topic creation should rewrite.
 pub const TOPICS_MAX: usize = 100_000;
-/// Queues per topic. Apache's own BenchmarkTest topic has 1024; every queue costs a consume
-/// queue on its shard, so a typo like 100000 must not be accepted.
-pub const QUEUE_NUMS_MAX: i32 = 1024;
 /// TopicValidator's limit on a topic name.
 pub const TOPIC_NAME_CHARS_MAX: usize = 127;
 /// TopicValidator's limit on retry and DLQ topic names: prefix plus a group name.
@@ -114,14 +112,6 @@ pub enum TopicError {
 pub struct Ensured {
     pub config: TopicConfig,
     pub created: bool,
-}
-
-/// True when `name` holds a character outside TopicValidator's `^[%|a-zA-Z0-9_-]+$`
-/// (shared by topic and group names).
-pub fn has_illegal_chars(name: &str) -> bool {
-    !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'-' | b'_'))
 }
 
 /// TopicValidator.validateTopic: not blank, legal characters, not too long.

@@ -3,117 +3,141 @@
 //! SEARCH_OFFSET_BY_TIMESTAMP.
 
 use crate::broker::error::{BrokerError, BrokerResult};
-use crate::broker::shard_state::BrokerShard;
-use crate::protocol::codes::{request as code, response};
+use crate::broker::shard::Shard;
+use crate::broker::work::{OffsetRequest, Work};
+use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{
-    BoundaryType, GetEarliestMsgStoretimeResponseHeader, GetMaxOffsetRequestHeader,
-    OffsetResponseHeader, QueryConsumerOffsetRequestHeader, QueueRequestHeader,
-    SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+    BoundaryType, GetEarliestMsgStoretimeResponseHeader, OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
 };
 use crate::protocol::message::record::RecordView;
+use crate::server::Response;
 use ringmq_shards::QueueReadRequest;
 
-impl BrokerShard {
-    pub(crate) async fn serve_offsets(
-        &self,
-        request: &RemotingCommand,
-    ) -> BrokerResult<RemotingCommand> {
-        let ok = |offset: i64| {
-            RemotingCommand::response_to(request, response::SUCCESS, None)
-                .with_header(&OffsetResponseHeader { offset })
-        };
-        let store = self.store();
-        match request.code {
-            code::QUERY_CONSUMER_OFFSET => {
-                let h: QueryConsumerOffsetRequestHeader = request.decode_header()?;
-                match store.consumer_offset(&h.consumer_group, &h.topic, h.queue_id) {
-                    Some(offset) => Ok(ok(offset)),
-                    // Java (4.9): a group that never committed starts at 0 while the queue
-                    // still holds its first message; otherwise "not found" lets the client
-                    // apply its consume-from-where policy. 5.x clients may ask for 0 outright.
-                    None if store.min_offset(&h.topic, h.queue_id) <= 0
-                        || h.set_zero_if_not_found == Some(true) =>
-                    {
-                        Ok(ok(0))
-                    }
-                    None => Err(BrokerError::QueryNotFound(
-                        "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first".into(),
-                    )),
-                }
-            }
-            code::UPDATE_CONSUMER_OFFSET => {
-                let h: UpdateConsumerOffsetRequestHeader = request.decode_header()?;
-                if self.topic(&h.topic).is_none() {
-                    return Err(BrokerError::TopicNotExist(h.topic));
-                }
-                store.set_consumer_offset(
-                    &h.consumer_group,
-                    &h.topic,
-                    h.queue_id,
-                    h.commit_offset,
-                )?;
-                Ok(RemotingCommand::response_to(
-                    request,
-                    response::SUCCESS,
-                    None,
-                ))
-            }
-            code::GET_MAX_OFFSET => {
-                let h: GetMaxOffsetRequestHeader = request.decode_header()?;
-                Ok(ok(store.max_offset(&h.topic, h.queue_id)))
-            }
-            code::GET_MIN_OFFSET => {
-                let h: QueueRequestHeader = request.decode_header()?;
-                Ok(ok(store.min_offset(&h.topic, h.queue_id)))
-            }
-            code::GET_EARLIEST_MSG_STORETIME => {
-                let h: QueueRequestHeader = request.decode_header()?;
-                let read = store
-                    .read_queue(QueueReadRequest {
-                        topic: &h.topic,
-                        queue_id: h.queue_id,
-                        offset: store.min_offset(&h.topic, h.queue_id),
-                        max_count: 1,
-                        max_bytes: usize::MAX,
-                        tag_filter: None,
-                    })
-                    .await?;
-                let timestamp = match read.records.into_iter().next() {
-                    Some(record) => RecordView::parse(record)
-                        .map_err(ringmq_shards::StoreError::from)?
-                        .store_timestamp_ms(),
-                    None => -1,
-                };
-                Ok(
-                    RemotingCommand::response_to(request, response::SUCCESS, None)
-                        .with_header(&GetEarliestMsgStoretimeResponseHeader { timestamp }),
-                )
-            }
-            code::SEARCH_OFFSET_BY_TIMESTAMP => {
-                let h: SearchOffsetRequestHeader = request.decode_header()?;
-                let first_at_or_after = store
-                    .search_offset_by_time(&h.topic, h.queue_id, h.timestamp)
-                    .await?;
-                let offset = match h.boundary_type {
-                    BoundaryType::Lower => first_at_or_after,
-                    // The last one stored at or before: one before the first one after.
-                    BoundaryType::Upper => {
-                        let after = store
-                            .search_offset_by_time(
-                                &h.topic,
-                                h.queue_id,
-                                h.timestamp.saturating_add(1),
-                            )
-                            .await?;
-                        (after - 1).max(store.min_offset(&h.topic, h.queue_id))
-                    }
-                };
-                Ok(ok(offset))
-            }
-            other => Err(BrokerError::Internal(format!(
-                "code {other} is not an offset request"
-            ))),
+/// Serves an offset request on the connection's shard: the queue's owner answers.
+pub async fn serve(
+    shard: &Shard,
+    command: &RemotingCommand,
+    request: OffsetRequest,
+) -> BrokerResult<Response> {
+    let (topic, queue_id) = request.queue();
+    let owner = shard.owner_of(topic, queue_id);
+    let ok = RemotingCommand::response_to(command, response::SUCCESS, None);
+    let answered = match &request {
+        OffsetRequest::UpdateConsumer(_) => Answered::Nothing,
+        OffsetRequest::EarliestStoreTime(_) => Answered::Timestamp,
+        _ => Answered::Offset,
+    };
+    let value = if owner == shard.id() {
+        answer(shard, request).await?
+    } else {
+        shard
+            .ask(owner, |reply| Work::Offset { request, reply })
+            .await?
+    };
+    Ok(match answered {
+        Answered::Nothing => ok,
+        Answered::Timestamp => {
+            ok.with_header(&GetEarliestMsgStoretimeResponseHeader { timestamp: value })
         }
+        Answered::Offset => ok.with_header(&OffsetResponseHeader { offset: value }),
     }
+    .into())
+}
+
+/// Which response header carries an offset request's answer.
+enum Answered {
+    Nothing,
+    Timestamp,
+    Offset,
+}
+
+/// Owner half: the offset (or store time) the request asks for; 0 for an update.
+pub async fn answer(shard: &Shard, request: OffsetRequest) -> BrokerResult<i64> {
+    let store = shard.store();
+    match request {
+        OffsetRequest::QueryConsumer(h) => consumer_offset(shard, &h),
+        OffsetRequest::UpdateConsumer(h) => {
+            if shard.topic(&h.topic).is_none() {
+                return Err(BrokerError::TopicNotExist(h.topic));
+            }
+            store.set_consumer_offset(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset)?;
+            Ok(0)
+        }
+        OffsetRequest::Max(h) => Ok(store.max_offset(&h.topic, h.queue_id)),
+        OffsetRequest::Min(h) => Ok(store.min_offset(&h.topic, h.queue_id)),
+        OffsetRequest::EarliestStoreTime(h) => {
+            let first = store.min_offset(&h.topic, h.queue_id);
+            Ok(store_time_at(shard, &h.topic, h.queue_id, first)
+                .await?
+                .unwrap_or(-1))
+        }
+        OffsetRequest::SearchByTime(h) => search_by_time(shard, &h).await,
+    }
+}
+
+fn consumer_offset(shard: &Shard, h: &QueryConsumerOffsetRequestHeader) -> BrokerResult<i64> {
+    let store = shard.store();
+    match store.consumer_offset(&h.consumer_group, &h.topic, h.queue_id) {
+        Some(offset) => Ok(offset),
+        // Java (4.9): a group that never committed starts at 0 while the queue still holds
+        // its first message; otherwise "not found" lets the client apply its
+        // consume-from-where policy. 5.x clients may ask for 0 outright.
+        None if store.min_offset(&h.topic, h.queue_id) <= 0
+            || h.set_zero_if_not_found == Some(true) =>
+        {
+            Ok(0)
+        }
+        None => Err(BrokerError::QueryNotFound(
+            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first".into(),
+        )),
+    }
+}
+
+async fn search_by_time(shard: &Shard, h: &SearchOffsetRequestHeader) -> BrokerResult<i64> {
+    let store = shard.store();
+    let first_at_or_after = store
+        .search_offset_by_time(&h.topic, h.queue_id, h.timestamp)
+        .await?;
+    Ok(match h.boundary_type {
+        BoundaryType::Lower => first_at_or_after,
+        // The last one stored at or before: one before the first one after.
+        BoundaryType::Upper => {
+            let after = store
+                .search_offset_by_time(&h.topic, h.queue_id, h.timestamp.saturating_add(1))
+                .await?;
+            (after - 1).max(store.min_offset(&h.topic, h.queue_id))
+        }
+    })
+}
+
+/// Store time of the message at `offset` in a queue; `None` when there is none (or it does
+/// not parse: the answer is informative).
+pub async fn store_time_at(
+    shard: &Shard,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+) -> BrokerResult<Option<i64>> {
+    if offset < 0 {
+        return Ok(None);
+    }
+    let read = shard
+        .store()
+        .read_queue(QueueReadRequest {
+            topic,
+            queue_id,
+            offset,
+            max_count: 1,
+            max_bytes: usize::MAX,
+            tag_filter: None,
+        })
+        .await?;
+    Ok(read
+        .records
+        .into_iter()
+        .next()
+        .and_then(|record| RecordView::parse(record).ok())
+        .map(|record| record.store_timestamp_ms()))
 }

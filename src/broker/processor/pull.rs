@@ -1,19 +1,24 @@
-//! PULL_MESSAGE and LITE_PULL_MESSAGE, with long polling, on the queue's owner shard.
+//! PULL_MESSAGE and LITE_PULL_MESSAGE, with long polling, on the queue's owner shard; the
+//! connection's shard routes the pull and writes the records it gets back as they are.
 //!
 //! Status rules follow the Java broker (DefaultMessageStore.getMessage, PullMessageProcessor):
 //! an empty queue, or an offset at the end, is PULL_NOT_FOUND (and suspends the request when
 //! it asked to); an offset below the minimum or past the end is PULL_OFFSET_MOVED with the
 //! offset to continue from; a read whose entries were all filtered out by tag is
 //! PULL_RETRY_IMMEDIATELY with the offset past them.
+//!
+//! Per pull: the records are slices of the store's buffers from the read to the socket: no
+//! copy on the broker side (the response is written with one vectored write).
 
 use crate::broker::error::{BrokerError, BrokerResult};
-use crate::broker::shard_state::BrokerShard;
-use crate::broker::work::Origin;
+use crate::broker::shard::Shard;
+use crate::broker::work::{Origin, Pulled, Work};
 use crate::protocol::body::heartbeat::SubscriptionData;
 use crate::protocol::body::{MASTER_ID, PERM_READ};
 use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
+use crate::server::Response;
 use bytes::Bytes;
 use ringmq_shards::QueueReadRequest;
 use std::time::Duration;
@@ -41,167 +46,211 @@ enum PullOutcome {
     OffsetMoved,
 }
 
-impl BrokerShard {
-    pub(crate) async fn serve_pull(
-        &self,
-        origin: Origin,
-        request: &RemotingCommand,
-    ) -> BrokerResult<RemotingCommand> {
-        let header: PullMessageRequestHeader = request.decode_header()?;
-        let group = self
-            .subscription_group_for_pull(&header.consumer_group)
-            .await?;
-        if !group.consume_enable {
-            return Err(BrokerError::NoPermission(format!(
-                "subscription group no permission, {}",
-                header.consumer_group
-            )));
-        }
-        let topic = self
-            .topic(&header.topic)
-            .ok_or_else(|| BrokerError::TopicNotExist(header.topic.clone()))?;
-        if topic.perm & PERM_READ == 0 {
-            return Err(BrokerError::NoPermission(format!(
-                "the topic[{}] pulling message is forbidden",
-                header.topic
-            )));
-        }
-        if header.queue_id < 0 || header.queue_id >= topic.read_queue_nums {
-            return Err(BrokerError::Illegal(format!(
-                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                header.queue_id, header.topic, topic.read_queue_nums, origin.peer
-            )));
-        }
-        let filter = self.pull_filter(&header)?;
-        let tag_codes = filter.as_ref().and_then(SubscriptionData::code_filter);
-
-        // The commit offset travels with the pull (push consumers). Stored on arrival, as Java
-        // does: a pull held for seconds must not write its then-stale offset over commits
-        // made meanwhile (the client may even have shut down and committed its final ones).
-        if header.sys_flag & FLAG_COMMIT_OFFSET != 0 && header.commit_offset >= 0 {
-            self.store().set_consumer_offset(
-                &header.consumer_group,
-                &header.topic,
-                header.queue_id,
-                header.commit_offset,
-            )?;
-        }
-
-        let suspend = header.sys_flag & FLAG_SUSPEND != 0;
-        let (mut found, mut next, mut min, mut max) =
-            self.read_for_pull(&header, tag_codes).await?;
-        if suspend && matches!(found, PullOutcome::NotFound) {
-            let wait = Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
-                .min(SUSPEND_TIME_MAX);
-            let arrived =
-                self.store()
-                    .wait_for_offset(&header.topic, header.queue_id, header.queue_offset);
-            let timer = glommio::timer::Timer::new(wait);
-            futures_lite::future::or(async { arrived.await.map(|_| ()) }, async {
-                timer.await;
-                Ok(())
+/// Serves a pull on the connection's shard: the queue's owner reads (and holds) it.
+pub async fn serve(
+    shard: &Shard,
+    origin: Origin,
+    command: &RemotingCommand,
+    header: PullMessageRequestHeader,
+) -> BrokerResult<Response> {
+    let owner = shard.owner_of(&header.topic, header.queue_id);
+    let pulled = if owner == shard.id() {
+        pull(shard, origin, header).await?
+    } else {
+        let header = Box::new(header);
+        shard
+            .ask(owner, |reply| Work::Pull {
+                origin,
+                header,
+                reply,
             })
-            .await?;
-            (found, next, min, max) = self.read_for_pull(&header, tag_codes).await?;
-        }
-        let (code, body) = match found {
-            PullOutcome::Messages(records) => {
-                self.count_got(records.len());
-                (response::SUCCESS, super::concat_records(&records))
-            }
-            PullOutcome::NotFound => (response::PULL_NOT_FOUND, Bytes::new()),
-            PullOutcome::RetryImmediately => (response::PULL_RETRY_IMMEDIATELY, Bytes::new()),
-            PullOutcome::OffsetMoved => (response::PULL_OFFSET_MOVED, Bytes::new()),
-        };
-        let response_header = PullMessageResponseHeader {
-            suggest_which_broker_id: MASTER_ID,
-            next_begin_offset: next,
-            min_offset: min,
-            max_offset: max,
-            offset_delta: None,
-            topic_sys_flag: Some(topic.topic_sys_flag),
-            group_sys_flag: Some(group.group_sys_flag),
-            forbidden_type: None,
-        };
-        Ok(RemotingCommand::response_to(request, code, None)
-            .with_header(&response_header)
-            .with_body(body))
+            .await?
+    };
+    let response_header = PullMessageResponseHeader {
+        suggest_which_broker_id: MASTER_ID,
+        next_begin_offset: pulled.next_begin_offset,
+        min_offset: pulled.min_offset,
+        max_offset: pulled.max_offset,
+        offset_delta: None,
+        topic_sys_flag: Some(pulled.topic_sys_flag),
+        group_sys_flag: Some(pulled.group_sys_flag),
+        forbidden_type: None,
+    };
+    let command =
+        RemotingCommand::response_to(command, pulled.code, None).with_header(&response_header);
+    Ok(Response::gathered(command, pulled.records))
+}
+
+/// Owner half: checks the pull, stores the offset it commits, reads the queue and, when
+/// nothing is there and the client asked to, holds the pull until messages arrive or its
+/// suspend time passes.
+pub async fn pull(
+    shard: &Shard,
+    origin: Origin,
+    header: PullMessageRequestHeader,
+) -> BrokerResult<Pulled> {
+    debug_assert_eq!(shard.owner_of(&header.topic, header.queue_id), shard.id());
+    let group = shard.group_config(&header.consumer_group).await?;
+    if !group.consume_enable {
+        return Err(BrokerError::NoPermission(format!(
+            "subscription group no permission, {}",
+            header.consumer_group
+        )));
+    }
+    let topic = shard
+        .topic(&header.topic)
+        .ok_or_else(|| BrokerError::TopicNotExist(header.topic.clone()))?;
+    if topic.perm & PERM_READ == 0 {
+        return Err(BrokerError::NoPermission(format!(
+            "the topic[{}] pulling message is forbidden",
+            header.topic
+        )));
+    }
+    if header.queue_id < 0 || header.queue_id >= topic.read_queue_nums {
+        return Err(BrokerError::Illegal(format!(
+            "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+            header.queue_id, header.topic, topic.read_queue_nums, origin.peer
+        )));
+    }
+    let filter = pull_filter(shard, &header)?;
+    let tag_codes = filter.as_ref().and_then(SubscriptionData::code_filter);
+
+    // The commit offset travels with the pull (push consumers). Stored on arrival, as Java
+    // does: a pull held for seconds must not write its then-stale offset over commits made
+    // meanwhile (the client may even have shut down and committed its final ones).
+    if header.sys_flag & FLAG_COMMIT_OFFSET != 0 && header.commit_offset >= 0 {
+        shard.store().set_consumer_offset(
+            &header.consumer_group,
+            &header.topic,
+            header.queue_id,
+            header.commit_offset,
+        )?;
     }
 
-    /// The subscription to filter by: the one in the request when it carries one (lite pull,
-    /// `postSubscriptionWhenPull`), else the group's from its heartbeats, as Java does.
-    fn pull_filter(
-        &self,
-        header: &PullMessageRequestHeader,
-    ) -> BrokerResult<Option<SubscriptionData>> {
-        if header.sys_flag & FLAG_SUBSCRIPTION != 0 {
-            let expression = header.subscription.as_deref().unwrap_or("*");
-            let data = SubscriptionData::from_expression(
-                &header.topic,
-                expression,
-                header.expression_type.as_deref(),
-            )
-            .map_err(|e| BrokerError::SubscriptionParseFailed(e.to_string()))?;
-            return Ok(Some(data));
-        }
-        let data = self
-            .group_subscription(&header.consumer_group, &header.topic)
-            .ok_or_else(|| BrokerError::SubscriptionNotExist {
-                group: header.consumer_group.clone(),
-                topic: header.topic.clone(),
-            })?;
-        if data.sub_version < header.sub_version {
-            return Err(BrokerError::SubscriptionNotLatest);
-        }
-        Ok(Some(data))
+    let mut read = read_for_pull(shard, &header, tag_codes).await?;
+    if header.sys_flag & FLAG_SUSPEND != 0 && matches!(read.found, PullOutcome::NotFound) {
+        let wait = Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
+            .min(SUSPEND_TIME_MAX);
+        let arrived =
+            shard
+                .store()
+                .wait_for_offset(&header.topic, header.queue_id, header.queue_offset);
+        let timer = glommio::timer::Timer::new(wait);
+        futures_lite::future::or(async { arrived.await.map(|_| ()) }, async {
+            timer.await;
+            Ok(())
+        })
+        .await?;
+        read = read_for_pull(shard, &header, tag_codes).await?;
     }
+    let (code, records) = match read.found {
+        PullOutcome::Messages(records) => {
+            shard.count_got(records.len());
+            (response::SUCCESS, records)
+        }
+        PullOutcome::NotFound => (response::PULL_NOT_FOUND, Vec::new()),
+        PullOutcome::RetryImmediately => (response::PULL_RETRY_IMMEDIATELY, Vec::new()),
+        PullOutcome::OffsetMoved => (response::PULL_OFFSET_MOVED, Vec::new()),
+    };
+    Ok(Pulled {
+        code,
+        next_begin_offset: read.next,
+        min_offset: read.min,
+        max_offset: read.max,
+        topic_sys_flag: topic.topic_sys_flag,
+        group_sys_flag: group.group_sys_flag,
+        records,
+    })
+}
 
-    /// Reads the queue once: (what was found, next offset, min offset, max offset).
-    async fn read_for_pull(
-        &self,
-        header: &PullMessageRequestHeader,
-        tag_codes: Option<&[i32]>,
-    ) -> BrokerResult<(PullOutcome, i64, i64, i64)> {
-        let store = self.store();
-        let (topic, queue_id, offset) = (&header.topic[..], header.queue_id, header.queue_offset);
-        let min = store.min_offset(topic, queue_id);
-        let max = store.max_offset(topic, queue_id);
-        let at = |found, next| Ok((found, next, min, max));
-        if max == 0 {
-            // Java: NO_MESSAGE_IN_QUEUE is "moved" unless the client already asks for 0.
-            let found = if offset == 0 {
-                PullOutcome::NotFound
-            } else {
-                PullOutcome::OffsetMoved
-            };
-            return at(found, 0);
-        }
-        if offset < min {
-            return at(PullOutcome::OffsetMoved, min);
-        }
-        if offset == max {
-            return at(PullOutcome::NotFound, offset);
-        }
-        if offset > max {
-            return at(PullOutcome::OffsetMoved, if min == 0 { min } else { max });
-        }
-        let max_bytes = header
-            .max_msg_bytes
-            .filter(|&b| b > 0)
-            .map_or(PULL_BYTES_MAX_DEFAULT, |b| b as usize);
-        let read = store
-            .read_queue(QueueReadRequest {
-                topic,
-                queue_id,
-                offset,
-                max_count: header.max_msg_nums.max(1) as usize,
-                max_bytes,
-                tag_filter: tag_codes,
-            })
-            .await?;
-        if read.records.is_empty() {
-            return at(PullOutcome::RetryImmediately, read.next_offset);
-        }
-        at(PullOutcome::Messages(read.records), read.next_offset)
+/// The subscription to filter by: the one in the request when it carries one (lite pull,
+/// `postSubscriptionWhenPull`), else the group's from its heartbeats, as Java does.
+fn pull_filter(
+    shard: &Shard,
+    header: &PullMessageRequestHeader,
+) -> BrokerResult<Option<SubscriptionData>> {
+    if header.sys_flag & FLAG_SUBSCRIPTION != 0 {
+        let expression = header.subscription.as_deref().unwrap_or("*");
+        let data = SubscriptionData::from_expression(
+            &header.topic,
+            expression,
+            header.expression_type.as_deref(),
+        )
+        .map_err(|e| BrokerError::SubscriptionParseFailed(e.to_string()))?;
+        return Ok(Some(data));
     }
+    let data = shard
+        .group_subscription(&header.consumer_group, &header.topic)
+        .ok_or_else(|| BrokerError::SubscriptionNotExist {
+            group: header.consumer_group.clone(),
+            topic: header.topic.clone(),
+        })?;
+    if data.sub_version < header.sub_version {
+        return Err(BrokerError::SubscriptionNotLatest);
+    }
+    Ok(Some(data))
+}
+
+/// One read of the queue.
+struct QueueState {
+    found: PullOutcome,
+    next: i64,
+    min: i64,
+    max: i64,
+}
+
+/// Reads the queue once.
+async fn read_for_pull(
+    shard: &Shard,
+    header: &PullMessageRequestHeader,
+    tag_codes: Option<&[i32]>,
+) -> BrokerResult<QueueState> {
+    let store = shard.store();
+    let (topic, queue_id, offset) = (&header.topic[..], header.queue_id, header.queue_offset);
+    let min = store.min_offset(topic, queue_id);
+    let max = store.max_offset(topic, queue_id);
+    let at = |found, next| {
+        Ok(QueueState {
+            found,
+            next,
+            min,
+            max,
+        })
+    };
+    if max == 0 {
+        // Java: NO_MESSAGE_IN_QUEUE is "moved" unless the client already asks for 0.
+        let found = if offset == 0 {
+            PullOutcome::NotFound
+        } else {
+            PullOutcome::OffsetMoved
+        };
+        return at(found, 0);
+    }
+    if offset < min {
+        return at(PullOutcome::OffsetMoved, min);
+    }
+    if offset == max {
+        return at(PullOutcome::NotFound, offset);
+    }
+    if offset > max {
+        return at(PullOutcome::OffsetMoved, if min == 0 { min } else { max });
+    }
+    let max_bytes = header
+        .max_msg_bytes
+        .filter(|&b| b > 0)
+        .map_or(PULL_BYTES_MAX_DEFAULT, |b| b as usize);
+    let read = store
+        .read_queue(QueueReadRequest {
+            topic,
+            queue_id,
+            offset,
+            max_count: header.max_msg_nums.max(1) as usize,
+            max_bytes,
+            tag_filter: tag_codes,
+        })
+        .await?;
+    if read.records.is_empty() {
+        return at(PullOutcome::RetryImmediately, read.next_offset);
+    }
+    at(PullOutcome::Messages(read.records), read.next_offset)
 }

@@ -15,23 +15,26 @@
 //! it yet, or has no such thing (thread-pool queues, the timer wheel).
 
 use crate::broker::error::BrokerResult;
-use crate::broker::shard_state::BrokerShard;
-use crate::protocol::body::KvTable;
-use crate::protocol::command::CURRENT_VERSION;
+use crate::broker::shard::Shard;
+use crate::broker::work::{RuntimePart, Work};
+use crate::protocol::body::{self, KvTable};
+use crate::protocol::codes::response;
+use crate::protocol::command::{RemotingCommand, CURRENT_VERSION};
 use crate::protocol::message::record::RecordView;
+use crate::server::Response;
 use ringmq_shards::schedule::SCHEDULE_TOPIC;
 use ringmq_shards::PhysicalOffset;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Keys each shard answers with a number; the merge sums them (all but [`EARLIEST`]).
+/// Keys summed over the shards.
 const PUT: &str = "msgPutTotalTodayNow";
 const GOT: &str = "msgGetTotalTodayNow";
 const PUT_TIMES: &str = "putMessageTimesTotal";
 const PUT_BYTES: &str = "putMessageSizeTotal";
 const LOG_END: &str = "commitLogMaxOffset";
 const UNFLUSHED: &str = "remainHowManyDataToFlush";
-/// Store time of the shard's first message, -1 when it has none; the merge takes the least.
+/// Store time of the broker's first message, -1 when it has none.
 const EARLIEST: &str = "earliestMessageTimeStamp";
 /// Prefix of the one key per commit-log directory (`RunningStats.commitLogDiskRatio_<path>`).
 const DISK_RATIO_PREFIX: &str = "commitLogDiskRatio_";
@@ -92,95 +95,90 @@ const UNMEASURED: [(&str, &str); 41] = [
 /// What Java answers when the transient store pool is off (`Integer.MAX_VALUE`).
 const TRANSIENT_BUFFERS_NONE: &str = "2147483647";
 
-impl BrokerShard {
-    /// This shard's numbers (see [`merge_runtime_info`]) and its directory's disk ratio.
-    pub(crate) async fn runtime_info_part(&self) -> BrokerResult<KvTable> {
-        let counters = self.counters();
-        let store = self.store();
-        let earliest = if store.log_end() == 0 {
-            -1
-        } else {
-            let first = PhysicalOffset::new(store.config().shard_id, 0).to_wire();
-            // Informative only: a record that does not parse reads as unknown.
-            RecordView::parse(store.read_at(first).await?)
-                .map_or(-1, |record| record.store_timestamp_ms())
-        };
-        let mut table = BTreeMap::new();
-        for (key, value) in [
-            (PUT, counters.messages_put as i64),
-            (GOT, counters.messages_got as i64),
-            (PUT_TIMES, counters.messages_put as i64),
-            (PUT_BYTES, counters.bytes_put as i64),
-            (LOG_END, store.log_end() as i64),
-            (
-                UNFLUSHED,
-                (store.log_end() - store.log_durable_end()) as i64,
-            ),
-            (EARLIEST, earliest),
-        ] {
-            table.insert(key.to_owned(), value.to_string());
-        }
-        for level in 1..=store.config().delay_levels.count() {
+/// GET_BROKER_RUNTIME_INFO: every shard's part, merged.
+pub async fn serve(shard: &Shard, command: &RemotingCommand) -> BrokerResult<Response> {
+    let parts = shard
+        .on_every_shard(|reply| Work::RuntimeInfo { reply })
+        .await?;
+    let table = merge(shard, &parts, crate::broker::now_ms());
+    Ok(
+        RemotingCommand::response_to(command, response::SUCCESS, None)
+            .with_body(body::encode(&table)?)
+            .into(),
+    )
+}
+
+/// Owner half: this shard's numbers and its directory's disk ratio.
+pub async fn part(shard: &Shard) -> BrokerResult<RuntimePart> {
+    let counters = shard.counters();
+    let store = shard.store();
+    let earliest_ms = if store.log_end() == 0 {
+        None
+    } else {
+        let first = PhysicalOffset::new(store.config().shard_id, 0).to_wire();
+        // Informative only: a record that does not parse reads as unknown.
+        RecordView::parse(store.read_at(first).await?)
+            .ok()
+            .map(|record| record.store_timestamp_ms())
+    };
+    let schedule = (1..=store.config().delay_levels.count())
+        .filter_map(|level| {
             let max = store.max_offset(SCHEDULE_TOPIC, level as i32 - 1);
-            if max > 0 {
-                let delivered = store.schedule_offset(level);
-                let key = format!("{SCHEDULE_OFFSET_PREFIX}{level}");
-                table.insert(key, format!("{delivered},{max}"));
-            }
-        }
-        let dir = &store.config().dir;
-        table.insert(
-            format!("{DISK_RATIO_PREFIX}{}", dir.display()),
-            java_double(disk_used_ratio(dir)),
-        );
-        Ok(KvTable { table })
-    }
+            (max > 0).then(|| (level, store.schedule_offset(level), max))
+        })
+        .collect();
+    let dir = store.config().dir.clone();
+    let ratio = disk_used_ratio(&dir);
+    Ok(RuntimePart {
+        messages_put: counters.messages_put,
+        bytes_put: counters.bytes_put,
+        messages_got: counters.messages_got,
+        log_end: store.log_end(),
+        unflushed: store.log_end() - store.log_durable_end(),
+        earliest_ms,
+        schedule,
+        disk: (dir, ratio),
+    })
 }
 
 /// Joins the shards' parts: counters summed, the earliest message the least known time, the
 /// per-directory disk ratios kept, and the broker-wide keys added.
-pub(crate) fn merge_runtime_info(shard: &BrokerShard, parts: Vec<KvTable>, now_ms: i64) -> KvTable {
-    let mut sums: BTreeMap<&str, i64> = BTreeMap::new();
-    let mut earliest: Option<i64> = None;
-    let mut schedule_offsets: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
+fn merge(shard: &Shard, parts: &[RuntimePart], now_ms: i64) -> KvTable {
     let mut table = BTreeMap::new();
-    for part in &parts {
-        for (key, value) in &part.table {
-            if key.starts_with(DISK_RATIO_PREFIX) {
-                table.insert(key.clone(), value.clone());
-                continue;
-            }
-            if key.starts_with(SCHEDULE_OFFSET_PREFIX) {
-                let (delivered, max) = value.split_once(',').unwrap_or((value, "0"));
-                let sum = schedule_offsets.entry(key).or_default();
-                sum.0 += delivered.parse::<i64>().unwrap_or(0);
-                sum.1 += max.parse::<i64>().unwrap_or(0);
-                continue;
-            }
-            let number = value.parse::<i64>().unwrap_or(0);
-            match key.as_str() {
-                EARLIEST if number >= 0 => {
-                    earliest = Some(earliest.map_or(number, |e| e.min(number)))
-                }
-                EARLIEST => {}
-                _ => *sums.entry(key.as_str()).or_default() += number,
-            }
-        }
-    }
-    for (key, (delivered, max)) in schedule_offsets {
-        table.insert(key.to_owned(), format!("{delivered},{max}"));
-    }
-    let sum = |key: &str| sums.get(key).copied().unwrap_or(0);
     let mut put = |key: &str, value: String| {
         table.insert(key.to_owned(), value);
     };
-    for key in [PUT, GOT, PUT_TIMES, PUT_BYTES, LOG_END] {
-        put(key, sum(key).to_string());
-    }
-    put(UNFLUSHED, human_bytes(sum(UNFLUSHED).max(0) as u64));
+    let sum = |of: fn(&RuntimePart) -> u64| parts.iter().map(of).sum::<u64>();
+    let put_bytes = sum(|p| p.bytes_put);
+    let put_times = sum(|p| p.messages_put);
+    put(PUT, put_times.to_string());
+    put(GOT, sum(|p| p.messages_got).to_string());
+    put(PUT_TIMES, put_times.to_string());
+    put(PUT_BYTES, put_bytes.to_string());
+    put(LOG_END, sum(|p| p.log_end).to_string());
+    put(UNFLUSHED, human_bytes(sum(|p| p.unflushed)));
+    let earliest = parts.iter().filter_map(|p| p.earliest_ms).min();
     put(EARLIEST, earliest.unwrap_or(-1).to_string());
+    let mut schedule: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
+    for &(level, delivered, max) in parts.iter().flat_map(|p| &p.schedule) {
+        let sum = schedule.entry(level).or_default();
+        sum.0 += delivered;
+        sum.1 += max;
+    }
+    for (level, (delivered, max)) in schedule {
+        put(
+            &format!("{SCHEDULE_OFFSET_PREFIX}{level}"),
+            format!("{delivered},{max}"),
+        );
+    }
+    for (dir, ratio) in parts.iter().map(|p| &p.disk) {
+        put(
+            &format!("{DISK_RATIO_PREFIX}{}", dir.display()),
+            java_double(*ratio),
+        );
+    }
     // Java divides by one when nothing was put yet.
-    let average = sum(PUT_BYTES) as f64 / sum(PUT_TIMES).max(1) as f64;
+    let average = put_bytes as f64 / put_times.max(1) as f64;
     put("putMessageAverageSize", java_double(average));
     put("commitLogMinOffset", "0".to_owned());
     let root = &shard.config().store_path_root_dir;

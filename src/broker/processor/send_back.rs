@@ -15,21 +15,21 @@
 //! one append (a hop when another shard owns the target queue), no body copy (the body is the
 //! read record's bytes).
 
-use crate::broker::control::topics::{dlq_topic, retry_topic, RETRY_GROUP_TOPIC_PREFIX};
-use crate::broker::control_plane::{ControlOp, ControlReply};
+use super::append::append_on;
+use super::query::record_at;
+use super::send::{check_writable, DLQ_QUEUE_ID};
+use crate::broker::control::topics::retry_topic;
 use crate::broker::error::{BrokerError, BrokerResult};
-use crate::broker::placement::owner_of_offset;
-use crate::broker::shard_state::BrokerShard;
-use crate::broker::work::{Origin, Reply, Work};
+use crate::broker::shard::Shard;
+use crate::broker::work::Append;
 use crate::protocol::body::subscription_group::SubscriptionGroupConfig;
 use crate::protocol::body::{TopicConfig, PERM_WRITE};
-use crate::protocol::codes::{request as code, response};
+use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
-use crate::protocol::header::{
-    ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, ViewMessageRequestHeader,
-};
+use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
 use crate::protocol::message::record::{format_properties, properties_iter, Message, RecordView};
 use crate::protocol::message::{record_parts, OffsetMsgId};
+use crate::server::Response;
 use bytes::Bytes;
 
 /// Properties a send-back sets (Apache's `MessageConst`).
@@ -47,8 +47,6 @@ pub mod property {
 
 /// Apache's default for a first retry: level 3 (10 s), one level later per retry after it.
 const DELAY_LEVEL_FIRST_RETRY: i32 = 3;
-/// A DLQ has one queue (`MixAll.DLQ_NUMS_PER_GROUP`).
-const DLQ_QUEUE_ID: i32 = 0;
 
 /// Where a failed message goes next.
 struct Destination {
@@ -58,167 +56,80 @@ struct Destination {
     delay_level: i32,
 }
 
-impl BrokerShard {
-    /// Serves a CONSUMER_SEND_MSG_BACK on the connection's shard: reads the original where it
-    /// is stored and stores the copy where its target queue is owned.
-    pub(crate) async fn send_back(
-        &self,
-        origin: Origin,
-        request: &RemotingCommand,
-    ) -> BrokerResult<RemotingCommand> {
-        let header: ConsumerSendMsgBackRequestHeader = request.decode_header()?;
-        let group = self.subscription_group_for_pull(&header.group).await?;
-        if self.config().broker_permission & PERM_WRITE == 0 {
-            return Err(BrokerError::NoPermission(format!(
-                "the broker[{}] sending message is forbidden",
-                self.config().broker_ip1
-            )));
-        }
-        let ok = RemotingCommand::response_to(request, response::SUCCESS, None);
-        // Apache: a group without retry queues drops failed messages.
-        if group.retry_queue_nums <= 0 {
-            return Ok(ok);
-        }
-        let retry = self.send_back_topic(&retry_topic(&header.group)).await?;
-        if retry.perm & PERM_WRITE == 0 {
-            return Err(BrokerError::NoPermission(format!(
-                "the topic[{}] sending message is forbidden",
-                retry.topic_name
-            )));
-        }
-        let original = self.original(origin, header.offset).await?;
-        let destination = self.destination(&header, &group, &retry, &original).await?;
-        let message = resent(&original, &destination);
-        let owner = self.owner_of(&destination.topic, destination.queue_id);
-        if owner == self.id() {
-            self.store_resent(message).await?;
-        } else {
-            self.call_shard(owner, Work::Store(message)).await?;
-        }
-        Ok(ok)
+/// Serves a CONSUMER_SEND_MSG_BACK on the connection's shard: reads the original where it is
+/// stored and stores the copy where its target queue is owned.
+pub async fn serve(
+    shard: &Shard,
+    command: &RemotingCommand,
+    header: ConsumerSendMsgBackRequestHeader,
+) -> BrokerResult<Response> {
+    let group = shard.group_config(&header.group).await?;
+    check_writable(shard)?;
+    let ok = RemotingCommand::response_to(command, response::SUCCESS, None);
+    // Apache: a group without retry queues drops failed messages.
+    if group.retry_queue_nums <= 0 {
+        return Ok(ok.into());
     }
-
-    /// Apache's `handleRetryAndDLQ`: a send to `%RETRY%group` (the consumer's own copy when
-    /// its send-back failed) whose reconsume times reached the maximum goes to `%DLQ%group`
-    /// queue 0 instead. Its properties are left as sent, DELAY included, as Apache stores
-    /// them: such a copy reaches the DLQ after its delay.
-    pub(crate) async fn redirect_exhausted_retry(
-        &self,
-        header: &mut SendMessageRequestHeader,
-    ) -> BrokerResult<()> {
-        let Some(group) = header.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
-            return Ok(());
-        };
-        let group = group.to_owned();
-        let config = self.subscription_group_for_pull(&group).await?;
-        let max_reconsume_times = header.max_reconsume_times.unwrap_or(config.retry_max_times);
-        if header.reconsume_times.unwrap_or(0) < max_reconsume_times {
-            return Ok(());
-        }
-        header.topic = self.dlq_for(&group).await?;
-        header.queue_id = DLQ_QUEUE_ID;
-        Ok(())
+    let retry = retry_topic_of(shard, &header.group).await?;
+    if retry.perm & PERM_WRITE == 0 {
+        return Err(BrokerError::NoPermission(format!(
+            "the topic[{}] sending message is forbidden",
+            retry.topic_name
+        )));
     }
-
-    /// `%DLQ%group`, created if it does not exist yet.
-    async fn dlq_for(&self, group: &str) -> BrokerResult<String> {
-        let topic = dlq_topic(group);
-        if self.topic(&topic).is_none() {
-            let op = ControlOp::CreateDlqTopic(group.to_owned());
-            topic_reply(self.control_call(op).await?, &topic)?;
-        }
-        Ok(topic)
-    }
-
-    /// Stores a send-back's copy in a queue this shard owns: in this shard's schedule first
-    /// when it has a delay.
-    pub(crate) async fn store_resent(&self, mut message: Message) -> BrokerResult<Reply> {
-        if self.is_stopping() {
-            return Err(BrokerError::ShuttingDown);
-        }
-        self.schedule_if_delayed(&mut message)?;
-        let result = self.store().append(&message).await?;
-        self.count_put(1, result.wrote_bytes);
-        Ok(Reply::Done)
-    }
-
-    /// `%RETRY%group` as it is, or created with the group's retry queues (Apache's
-    /// `createTopicInSendMessageBackMethod`).
-    async fn send_back_topic(&self, topic: &str) -> BrokerResult<TopicConfig> {
-        if let Some(config) = self.topic(topic) {
-            return Ok(config);
-        }
-        let op = ControlOp::CreateTopicForSend {
-            topic: topic.to_owned(),
-            default_topic: String::new(),
-            queue_nums: 1,
-        };
-        topic_reply(self.control_call(op).await?, topic)
-    }
-
-    /// The failed message, read on the shard that stored it.
-    async fn original(&self, origin: Origin, offset: i64) -> BrokerResult<RecordView> {
-        let not_found = || BrokerError::Illegal(format!("look message by offset failed, {offset}"));
-        let owner = owner_of_offset(offset, self.shards()).ok_or_else(not_found)?;
-        let bytes = if owner == self.id() {
-            self.store()
-                .read_at(offset)
-                .await
-                .map_err(|_| not_found())?
-        } else {
-            let view = RemotingCommand::request(code::VIEW_MESSAGE_BY_ID).with_header(
-                &ViewMessageRequestHeader {
-                    topic: None,
-                    offset,
-                },
-            );
-            let answer = self.at(owner, origin, view).await?;
-            if answer.code != response::SUCCESS {
-                return Err(not_found());
-            }
-            answer.body
-        };
-        RecordView::parse(bytes).map_err(|_| not_found())
-    }
-
-    /// A queue of `retry` with the copy's delay, or the DLQ once the message has been retried
-    /// enough.
-    async fn destination(
-        &self,
-        header: &ConsumerSendMsgBackRequestHeader,
-        group: &SubscriptionGroupConfig,
-        retry: &TopicConfig,
-        original: &RecordView,
-    ) -> BrokerResult<Destination> {
-        let max_reconsume_times = header.max_reconsume_times.unwrap_or(group.retry_max_times);
-        if original.reconsume_times() >= max_reconsume_times || header.delay_level < 0 {
-            return Ok(Destination {
-                topic: self.dlq_for(&header.group).await?,
-                queue_id: DLQ_QUEUE_ID,
-                delay_level: 0,
-            });
-        }
-        let delay_level = match header.delay_level {
-            // Saturating: the count comes from a stored record; the schedule clamps the level.
-            0 => DELAY_LEVEL_FIRST_RETRY.saturating_add(original.reconsume_times()),
-            asked => asked,
-        };
-        Ok(Destination {
-            topic: retry.topic_name.clone(),
-            // The topic's own queue count: it may predate the group's retryQueueNums.
-            queue_id: self.pick_queue(retry.write_queue_nums),
-            delay_level,
-        })
-    }
+    let offset = header.offset;
+    let not_found = || BrokerError::Illegal(format!("look message by offset failed, {offset}"));
+    let original = record_at(shard, offset).await.map_err(|_| not_found())?;
+    let original = RecordView::parse(original).map_err(|_| not_found())?;
+    let destination = destination(shard, &header, &group, &retry, &original).await?;
+    let message = resent(&original, &destination);
+    let owner = shard.owner_of(&destination.topic, destination.queue_id);
+    let append = Append {
+        messages: vec![message],
+        delayable: true,
+    };
+    append_on(shard, owner, append).await?;
+    Ok(ok.into())
 }
 
-/// The control plane's answer to a topic creation: the topic, or SYSTEM_ERROR as Apache
-/// answers when it could not be made.
-fn topic_reply(reply: ControlReply, topic: &str) -> BrokerResult<TopicConfig> {
-    match reply {
-        ControlReply::Topic(Some(config)) => Ok(config),
-        _ => Err(BrokerError::Illegal(format!("topic[{topic}] not exist"))),
+/// `%RETRY%group` as it is, or created with the group's retry queues (Apache's
+/// `createTopicInSendMessageBackMethod`).
+async fn retry_topic_of(shard: &Shard, group: &str) -> BrokerResult<TopicConfig> {
+    let topic = retry_topic(group);
+    shard
+        .topic_for_send(&topic, "", 1)
+        .await?
+        .ok_or_else(|| BrokerError::Illegal(format!("topic[{topic}] not exist")))
+}
+
+/// A queue of `retry` with the copy's delay, or the DLQ once the message has been retried
+/// enough.
+async fn destination(
+    shard: &Shard,
+    header: &ConsumerSendMsgBackRequestHeader,
+    group: &SubscriptionGroupConfig,
+    retry: &TopicConfig,
+    original: &RecordView,
+) -> BrokerResult<Destination> {
+    let max_reconsume_times = header.max_reconsume_times.unwrap_or(group.retry_max_times);
+    if original.reconsume_times() >= max_reconsume_times || header.delay_level < 0 {
+        return Ok(Destination {
+            topic: shard.dlq_topic(&header.group).await?,
+            queue_id: DLQ_QUEUE_ID,
+            delay_level: 0,
+        });
     }
+    let delay_level = match header.delay_level {
+        // Saturating: the count comes from a stored record; the schedule clamps the level.
+        0 => DELAY_LEVEL_FIRST_RETRY.saturating_add(original.reconsume_times()),
+        asked => asked,
+    };
+    Ok(Destination {
+        topic: retry.topic_name.clone(),
+        // The topic's own queue count: it may predate the group's retryQueueNums.
+        queue_id: shard.pick_queue(retry.write_queue_nums),
+        delay_level,
+    })
 }
 
 /// The copy of `original` for `destination`: body, flag, sys flag, born time and host kept;

@@ -1,0 +1,151 @@
+//! The plane's answers and effects, on real tables in a temporary directory.
+
+use super::*;
+use crate::broker::config::BrokerConfig;
+use crate::client::block_on;
+use crate::persist::test_dir;
+use crate::protocol::body::heartbeat::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, SubscriptionData,
+};
+use crate::protocol::command::LanguageCode;
+
+const T0: i64 = 1_700_000_000_000;
+
+fn plane(name: &str) -> ControlPlane {
+    let dir = test_dir(name);
+    let config = BrokerConfig::for_tests();
+    let topics = TopicTable::open(&dir, &config).unwrap();
+    let groups = SubscriptionGroupTable::open(&dir, &config).unwrap();
+    ControlPlane::new(topics, groups)
+}
+
+fn client(shard: usize, connection: u64) -> ClientOrigin {
+    ClientOrigin {
+        shard,
+        connection: ConnectionId(connection),
+        peer: "10.0.0.5:53412".parse().unwrap(),
+        language: LanguageCode::Java,
+        version: 479,
+    }
+}
+
+fn heartbeat(client_id: &str, group: &str, topic: &str) -> HeartbeatData {
+    let subscription = SubscriptionData::from_expression(topic, "*", None).unwrap();
+    HeartbeatData {
+        client_id: client_id.to_owned(),
+        consumer_data_set: vec![ConsumerData {
+            consume_from_where: Some(ConsumeFromWhere::ConsumeFromLastOffset),
+            consume_type: Some(ConsumeType::ConsumePassively),
+            group_name: group.to_owned(),
+            message_model: Some(MessageModel::Clustering),
+            subscription_data_set: vec![subscription],
+            unit_mode: false,
+        }],
+        ..HeartbeatData::default()
+    }
+}
+
+#[test]
+fn a_first_heartbeat_publishes_registers_its_retry_topic_and_notifies_its_group() {
+    block_on(async {
+        let mut plane = plane("plane-heartbeat");
+        let first = plane
+            .heartbeat(client(1, 7), heartbeat("c1", "G", "T"), T0)
+            .await;
+        assert!(first.answer.is_ok());
+        let snapshot = first.effects.publish.expect("a new group is published");
+        assert_eq!(snapshot.version, 2);
+        assert!(snapshot.subscription("G", "T").is_some());
+        assert!(snapshot.topics.get("%RETRY%G").is_some());
+        let registered = first
+            .effects
+            .register
+            .expect("the retry topic is registered");
+        assert!(registered.topic_config_table.contains_key("%RETRY%G"));
+        let expected = IdsChanged {
+            shard: 1,
+            connection: ConnectionId(7),
+            group: "G".into(),
+        };
+        assert_eq!(first.effects.notify, [expected]);
+
+        let again = plane
+            .heartbeat(client(1, 7), heartbeat("c1", "G", "T"), T0 + 1)
+            .await;
+        assert!(again.answer.is_ok());
+        assert!(again.effects.publish.is_none() && again.effects.register.is_none());
+        assert!(again.effects.notify.is_empty());
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_closed_connection_notifies_the_members_left_without_publishing() {
+    block_on(async {
+        let mut plane = plane("plane-closed");
+        plane
+            .heartbeat(client(0, 1), heartbeat("c1", "G", "T"), T0)
+            .await;
+        plane
+            .heartbeat(client(1, 2), heartbeat("c2", "G", "T"), T0)
+            .await;
+        let effects = plane.connection_closed(ConnectionId(1));
+        assert!(effects.publish.is_none());
+        let left: Vec<_> = effects
+            .notify
+            .iter()
+            .map(|n| (n.shard, n.connection))
+            .collect();
+        assert_eq!(left, [(1, ConnectionId(2))]);
+        assert_eq!(plane.consumer_ids("G").unwrap(), ["c2"]);
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_refused_change_has_no_effects_and_keeps_the_version() {
+    block_on(async {
+        let mut plane = plane("plane-refused");
+        let refused = plane
+            .upsert_topic(TopicConfig::new("bad name", 4), T0)
+            .await;
+        assert!(refused.answer.is_err());
+        assert!(refused.effects.publish.is_none() && refused.effects.register.is_none());
+        let no_template = plane
+            .create_topic_for_send("New", "NoSuchTemplate", 4, T0)
+            .await;
+        assert!(matches!(no_template.answer, Ok(None)));
+        assert!(no_template.effects.publish.is_none());
+
+        let created = plane.create_topic_for_send("New", "TBW102", 4, T0).await;
+        let config = created.answer.unwrap().expect("TBW102 lets topics inherit");
+        assert_eq!(config.topic_name, "New");
+        assert_eq!(created.effects.publish.expect("published").version, 2);
+        assert!(created.effects.register.is_some());
+        assert!(plane.snapshot().topics.get("New").is_some());
+    })
+    .unwrap();
+}
+
+#[test]
+fn consumer_lists_answer_from_the_tables_and_follow_unregister() {
+    block_on(async {
+        let mut plane = plane("plane-lists");
+        assert!(plane.consumer_ids("G").is_err());
+        assert!(matches!(
+            plane.consumer_connection("G"),
+            Err(BrokerError::ConsumerNotOnline(_))
+        ));
+        plane
+            .heartbeat(client(0, 1), heartbeat("c1", "G", "T"), T0)
+            .await;
+        assert_eq!(
+            plane.consumer_connection("G").unwrap().connection_set.len(),
+            1
+        );
+        let unregistered = plane.unregister_client(Some("G"), "c1");
+        assert!(unregistered.answer.is_ok());
+        assert!(plane.consumer_ids("G").is_err());
+    })
+    .unwrap();
+}
