@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Starts and stops `ringmq standalone --shards 2` many times at once on a host kept busy,
 # and counts the brokers that never became ready or never stopped on SIGTERM. It found
-# glommio's lost cross-executor wake-ups (src/broker/runtime.rs, LOST_WAKEUP_BOUND): before
-# that bound, about one start in 30 hung ("shards did not start in time") and a stop could
-# hang with both shards spinning. Bounded: ROUNDS x BROKERS starts, each waited ≤ 20 s.
+# glommio's lost cross-executor wake-ups: about one start in 30 hung ("shards did not start
+# in time") and a stop could hang with both shards spinning. They were first bounded by a
+# 10 ms timer per shard; since the shards talk through ringmq-bus (bus/README.md) and the
+# stop signal rings its doorbell, no glommio cross-executor wake-up is left and no timer
+# either: docs/BENCHMARKS.md has the result (0 problems in 504 starts beside 12 CPU hogs).
+# Bounded: ROUNDS x BROKERS starts, each waited <= 20 s.
 #   perf-scripts/start-stop-stress.sh [RINGMQ] [ROUNDS] [BROKERS] [HOGS]
 set -euo pipefail
 ringmq=${1:-target/release/ringmq}

@@ -2,7 +2,8 @@
 //! hands to its blocking thread pool (whose completion comes back as a cross-thread wake-up,
 //! the path on which glommio 0.9 can lose one): durable writes as `pwritev2(RWF_DSYNC)` (one
 //! operation per group instead of glommio's write then fdatasync; glommio exposes no per-write
-//! flags), `ftruncate` and `renameat`. Named for its first use, the RWF_DSYNC writes.
+//! flags), `ftruncate`, `renameat` and `unlinkat`. Named for its first use, the RWF_DSYNC
+//! writes.
 //!
 //! glommio cannot wait on another ring's completions directly, so each operation is
 //! hard-linked to a one-byte send on a socket pair whose other end a reaper task reads through
@@ -11,8 +12,8 @@
 //! reads for an operation (a write's buffer, a rename's paths) stays in the in-flight table
 //! until the kernel is done with it, even if its future is dropped.
 //!
-//! A kernel without IORING_OP_FTRUNCATE (before 6.9) or IORING_OP_RENAMEAT (before 5.11) gets
-//! the plain syscall on the executor's thread instead: both change metadata only and wait for
+//! A kernel without IORING_OP_FTRUNCATE (before 6.9) or IORING_OP_RENAMEAT / UNLINKAT (before
+//! 5.11) gets the plain syscall on the executor's thread instead: they change metadata only and wait for
 //! no data I/O (what waits for the disk is the `sync` that follows them).
 
 use crate::event::Event;
@@ -45,6 +46,7 @@ static POKE_BYTE: [u8; 1] = [1];
 enum KernelReads {
     Buffer(DmaBuffer),
     Paths(CString, CString),
+    Path(CString),
     Nothing,
 }
 
@@ -70,6 +72,7 @@ pub(crate) struct DsyncRing {
     /// The kernel runs these through io_uring (else the plain syscall; see the module doc).
     ftruncate_supported: bool,
     renameat_supported: bool,
+    unlinkat_supported: bool,
 }
 
 thread_local! {
@@ -112,6 +115,7 @@ impl DsyncRing {
         let ring = Rc::new(DsyncRing {
             ftruncate_supported: probed && probe.is_supported(opcode::Ftruncate::CODE),
             renameat_supported: probed && probe.is_supported(opcode::RenameAt::CODE),
+            unlinkat_supported: probed && probe.is_supported(opcode::UnlinkAt::CODE),
             ring: RefCell::new(uring),
             poke_tx: tx,
             next_id: Cell::new(0),
@@ -176,6 +180,19 @@ impl DsyncRing {
         self.run(rename, KernelReads::Paths(from, to))
             .await
             .map(drop)
+    }
+
+    /// `unlink(path)`: not glommio's remove, which runs on its blocking thread pool and comes
+    /// back by a cross-thread wake-up.
+    pub(crate) async fn remove(&self, path: &Path) -> io::Result<()> {
+        if !self.unlinkat_supported {
+            return std::fs::remove_file(path);
+        }
+        let path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+        let cwd = types::Fd(libc::AT_FDCWD);
+        let unlink = opcode::UnlinkAt::new(cwd, path.as_ptr()).build();
+        self.run(unlink, KernelReads::Path(path)).await.map(drop)
     }
 
     /// Submits `op` (whose kernel-side inputs `reads` holds) and waits for its result.
@@ -372,7 +389,7 @@ mod tests {
     }
 
     #[test]
-    fn truncates_and_renames_through_the_ring() {
+    fn truncates_renames_and_removes_through_the_ring() {
         let dir = std::env::temp_dir().join(format!("ringmq-side-ring-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (from, to) = (dir.join("from"), dir.join("to"));
@@ -389,12 +406,22 @@ mod tests {
             ring.rename(&f, &t).await.unwrap();
             let err = ring.rename(&f, &t).await.unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::NotFound);
-            (ring.ftruncate_supported, ring.renameat_supported)
+            let kept = std::fs::read(&t).unwrap();
+            ring.remove(&t).await.unwrap();
+            let err = ring.remove(&t).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::NotFound);
+            let supported = (
+                ring.ftruncate_supported,
+                ring.renameat_supported,
+                ring.unlinkat_supported,
+            );
+            (supported, kept)
         });
-        assert!(!from.exists());
-        assert_eq!(std::fs::read(&to).unwrap(), [5u8; 5000]);
-        // Both run through io_uring on any kernel from 6.9 on (the module doc's fallback else).
-        eprintln!("io_uring ftruncate, renameat: {supported:?}");
+        let (supported, kept) = supported;
+        assert!(!from.exists() && !to.exists());
+        assert_eq!(kept, [5u8; 5000]);
+        // All run through io_uring on any kernel from 6.9 on (the module doc's fallback else).
+        eprintln!("io_uring ftruncate, renameat, unlinkat: {supported:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

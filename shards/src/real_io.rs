@@ -174,7 +174,8 @@ impl Disk for RealDisk {
     }
 
     async fn remove(&self, path: &Path) -> io::Result<()> {
-        Ok(glommio::io::remove(path).await?)
+        // Not glommio::io::remove: that runs on its blocking thread pool.
+        DsyncRing::get()?.remove(path).await
     }
 
     async fn sync_dir(&self, dir: &Path) -> io::Result<()> {
