@@ -22,12 +22,19 @@ trap cleanup EXIT
 for _ in $(seq 1 "$hogs"); do timeout 900 sh -c 'while :; do :; done' & hog_pids+=($!); done
 
 one() { # round broker
-    local log="$work/log-$1-$2" base=$((45000 + $2 * 10)) pid t
+    # Below the kernel's ephemeral range (32768-60999 by default): another broker's outgoing
+    # connection can hold a port in that range, and the start then fails, rightly, with
+    # "Address already in use" (seen at 45070), which is no wake-up problem.
+    local log="$work/log-$1-$2" base=$((20000 + $2 * 10)) pid t
+    : >"$log" # made before the start, so the readiness wait never greps a missing file
     "$ringmq" standalone --shards 2 -c "$work/broker.conf" --listen "127.0.0.1:$base" \
         --namesrv-listen "127.0.0.1:$((base + 5))" --data "$work/d-$1-$2" > "$log" 2>&1 &
     pid=$!
     for t in $(seq 1 80); do grep -q "ringmq broker listening" "$log" && break; sleep 0.25; done
-    grep -q "ringmq broker listening" "$log" || echo "NOT READY round $1 broker $2"
+    if ! grep -q "ringmq broker listening" "$log"; then
+        if kill -0 "$pid" 2>/dev/null; then echo "NOT READY round $1 broker $2"
+        else echo "EXITED round $1 broker $2: $(tail -n 1 "$log")"; fi
+    fi
     kill -TERM "$pid"
     for t in $(seq 1 80); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     if kill -0 "$pid" 2>/dev/null; then echo "NO STOP round $1 broker $2"; kill -9 "$pid"; fi
