@@ -11,7 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, RawWaker, RawWakerVTable, Waker};
+use std::task::{Context, Waker};
 
 /// Work items taken from one inbox, and answers from the reply queue, before the receive loop
 /// lets the shard's other tasks run: fairness between peers and with the shard's own work.
@@ -193,21 +193,12 @@ where
 /// waker of their first poll, and glommio counts a task's waker clones in an `i16`.
 fn serve_one<W>(bus: &Bus<W>, work: impl Future<Output = ()> + 'static) {
     let mut work = Box::pin(work);
-    let waker = noop_waker();
     let pending = work
         .as_mut()
-        .poll(&mut Context::from_waker(&waker))
+        .poll(&mut Context::from_waker(Waker::noop()))
         .is_pending();
     if pending {
         glommio::spawn_local(work).detach();
     }
     bus.count(pending);
-}
-
-/// `Waker::noop` is newer than the workspace's rust-version.
-fn noop_waker() -> Waker {
-    const VTABLE: RawWakerVTable = RawWakerVTable::new(|_| RAW, |_| {}, |_| {}, |_| {});
-    const RAW: RawWaker = RawWaker::new(std::ptr::null(), &VTABLE);
-    // SAFETY: every function of the vtable ignores the (null) data pointer.
-    unsafe { Waker::from_raw(RAW) }
 }

@@ -41,11 +41,12 @@ use glommio::sync::{Semaphore, StaticPermit};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 /// Requests of one peer being handled at once. A consumer parks one long-poll per queue it
@@ -348,13 +349,12 @@ async fn read_loop<H: RequestHandler>(
                         command,
                         permit,
                     ));
-                    // The handler may have registered this task's waker; the spawned task
-                    // polls again and registers its own, so at worst the reader wakes once
-                    // for nothing.
-                    if futures_lite::future::poll_once(&mut serving)
-                        .await
-                        .is_none()
-                    {
+                    // Polled with a no-op waker, not the reader's: thousands of parked long
+                    // polls would otherwise each keep a clone of the reader task's waker, and
+                    // glommio counts a task's waker clones in an i16. The spawned task polls
+                    // again at once and registers its own.
+                    let mut inline = Context::from_waker(Waker::noop());
+                    if serving.as_mut().poll(&mut inline).is_pending() {
                         conn.requests_deferred.set(conn.requests_deferred.get() + 1);
                         glommio::spawn_local(serving).detach();
                     }
