@@ -304,7 +304,7 @@ SERVE = ["ringmq::server::connection::serve_request::{{closure}}",
 OWNER = ["ringmq::broker::shard_state::BrokerShard::serve_work::{{closure}}",
          "ringmq::broker::router::Router::join::{{closure}}::{{closure}}", "ringmq::broker::runtime::start_shard::{{closure}}"]
 SELF_TEST = [
-    # today's code (/work/baseline/ringmq, commit 16ce1ad)
+    # today's code (main before the request path was redone, commit 16ce1ad)
     ("read/decode", ["[k] tcp_recvmsg", "[k] __x64_sys_recvfrom", "__libc_recv", "glommio::net::yolo_recv",
                      "<glommio::net::tcp_socket::TcpStream as futures_io::AsyncRead>::poll_read", *READER]),
     ("read/decode", ["_int_malloc", "ringmq::protocol::frame::json::ScalarVisitor::visit_map",

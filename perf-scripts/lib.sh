@@ -111,7 +111,7 @@ BENCH_BIN=${BENCH_BIN:-$ROOT/target/release/ringmq-bench}
 SHARDS=${SHARDS:-2}
 # The broker kind `ringmq-base`: a second ringmq binary (say, a release build of main) started
 # exactly as `ringmq` is, so that one run compares two builds under the same load.
-RINGMQ_BASE_BIN=${RINGMQ_BASE_BIN:-/work/baseline/ringmq}
+RINGMQ_BASE_BIN=${RINGMQ_BASE_BIN:-$ROOT/target/baseline/ringmq}
 
 # need_ringmq_base: dies unless the ringmq-base binary is there.
 need_ringmq_base() {

@@ -11,7 +11,7 @@
 #   apache       Apache RocketMQ 5.3.3 (fetched by perf-scripts/apache/pom.xml)
 #   ringmq       `ringmq standalone` from RINGMQ_BIN (default target/release/ringmq, built here)
 #   ringmq-base  the same start of another ringmq binary: --base-bin or RINGMQ_BASE_BIN
-#                (default /work/baseline/ringmq), e.g. today's main beside a change
+#                (default target/baseline/ringmq, made by build-baseline.sh), e.g. today's main beside a change
 # Every broker is driven by the one bench binary: --bench-bin or BENCH_BIN (default
 # target/release/ringmq-bench, built here); give a prebuilt one to compare two ringmq builds
 # under the very same client. --skip-build builds nothing. --alternate runs the kinds in the
@@ -91,7 +91,7 @@ mkdir -p "$OUT"
     ! has_kind ringmq || echo "ringmq binary: $(describe_bin "$RINGMQ_BIN")"
     if has_kind ringmq-base; then
         echo "ringmq-base binary: $(describe_bin "$RINGMQ_BASE_BIN")"
-        # A COMMIT file beside the binary (as /work/baseline keeps) says what it was built from.
+        # A COMMIT file beside the binary (as build-baseline.sh writes) says what it was built from.
         [ ! -f "$(dirname "$RINGMQ_BASE_BIN")/COMMIT" ] ||
             echo "ringmq-base commit: $(cat "$(dirname "$RINGMQ_BASE_BIN")/COMMIT")"
     fi
