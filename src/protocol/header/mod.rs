@@ -117,11 +117,11 @@ pub mod field {
     }
 
     /// Writes a `req` or `def` field.
-    pub fn put<T: HeaderValue>(ext: &mut ExtFields, key: &str, value: &T) {
-        ext.insert(key.to_owned(), value.format());
+    pub fn put<T: HeaderValue>(ext: &mut ExtFields, key: &'static str, value: &T) {
+        ext.insert(key, value.format());
     }
 
-    pub fn put_opt<T: HeaderValue>(ext: &mut ExtFields, key: &str, value: &Option<T>) {
+    pub fn put_opt<T: HeaderValue>(ext: &mut ExtFields, key: &'static str, value: &Option<T>) {
         if let Some(value) = value {
             put(ext, key, value);
         }
@@ -296,12 +296,9 @@ mod tests {
         let header = register(&[("heartbeatTimeoutMillis", "5000")]).unwrap();
         let mut out = ExtFields::new();
         header.encode(&mut out);
-        assert_eq!(
-            out.get("heartbeatTimeoutMillis").map(String::as_str),
-            Some("5000")
-        );
-        assert_eq!(out.get("compressed").map(String::as_str), Some("false"));
-        assert_eq!(out.get("bodyCrc32").map(String::as_str), Some("0"));
+        assert_eq!(out.get("heartbeatTimeoutMillis"), Some("5000"));
+        assert_eq!(out.get("compressed"), Some("false"));
+        assert_eq!(out.get("bodyCrc32"), Some("0"));
         assert!(!out.contains_key("enableActingMaster"));
         assert_eq!(RegisterBrokerRequestHeader::decode(&out).unwrap(), header);
     }
