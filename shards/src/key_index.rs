@@ -6,7 +6,7 @@
 use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
 use crate::record::{find_property, property};
-use std::collections::HashMap;
+use crate::FastMap;
 
 /// Longest key indexed (topic + '#' + key); longer keys are not indexed rather than stored
 /// with a length that would not fit the entry format.
@@ -32,7 +32,7 @@ pub struct KeyHit {
 
 /// Owned by one shard.
 pub struct KeyIndex<F> {
-    map: HashMap<String, Vec<KeyHit>>,
+    map: FastMap<String, Vec<KeyHit>>,
     entries: usize,
     entries_max: usize,
     /// Entries not yet persisted, in log order.
@@ -51,7 +51,7 @@ fn index_key(topic: &str, key: &str) -> String {
 impl<F> KeyIndex<F> {
     pub fn new(entries_max: usize) -> Self {
         Self {
-            map: HashMap::new(),
+            map: FastMap::default(),
             entries: 0,
             entries_max,
             pending: Vec::new(),
