@@ -7,7 +7,8 @@
 //! read from (keys and values off the wire, sharing the frame's buffer), or an owned string
 //! (a JSON value with escapes, a number the C++ client sent unquoted). The fields are a short
 //! vector searched linearly: headers have at most a few dozen fields, and comparing short keys
-//! costs less than hashing them.
+//! costs less than hashing them. Short texts a header writes (every number: a queue id, an
+//! offset) are held inline, so a response's header costs no allocation per field either.
 
 use bytes::Bytes;
 use std::borrow::Borrow;
@@ -24,7 +25,16 @@ enum Repr {
     /// Valid UTF-8, checked when made ([`Text::shared`]).
     Shared(Bytes),
     Owned(String),
+    /// `bytes[..len]`, valid UTF-8 (written by [`Text::display`]).
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_BYTES_MAX],
+    },
 }
+
+/// Longest text held inline: an i64 in decimal with its sign is 20 bytes; 30 keeps a `Text`
+/// at the size of a `Bytes` plus its tag.
+const INLINE_BYTES_MAX: usize = 30;
 
 impl Text {
     /// `bytes` as text without a copy when they are UTF-8; otherwise their text with invalid
@@ -47,12 +57,31 @@ impl Text {
         Self(Repr::Owned(text.to_owned()))
     }
 
+    /// The text `value` displays as: inline (no allocation) when it is short, as numbers are.
+    pub fn display(value: impl fmt::Display) -> Self {
+        let mut inline = InlineWriter {
+            bytes: [0; INLINE_BYTES_MAX],
+            len: 0,
+        };
+        if fmt::write(&mut inline, format_args!("{value}")).is_ok() {
+            return Self(Repr::Inline {
+                len: inline.len as u8,
+                bytes: inline.bytes,
+            });
+        }
+        Self(Repr::Owned(value.to_string()))
+    }
+
     pub fn as_str(&self) -> &str {
         match &self.0 {
             Repr::Static(text) => text,
             // SAFETY: only made from bytes `shared` checked to be UTF-8; `Bytes` never changes.
             Repr::Shared(bytes) => unsafe { std::str::from_utf8_unchecked(bytes) },
             Repr::Owned(text) => text,
+            // SAFETY: `display` wrote whole `str`s into `bytes[..len]`.
+            Repr::Inline { len, bytes } => unsafe {
+                std::str::from_utf8_unchecked(&bytes[..usize::from(*len)])
+            },
         }
     }
 
@@ -62,6 +91,22 @@ impl Text {
             Repr::Owned(text) => text,
             _ => self.as_str().to_owned(),
         }
+    }
+}
+
+/// Fills an inline buffer; fails (and `display` falls back to a `String`) when it is full.
+struct InlineWriter {
+    bytes: [u8; INLINE_BYTES_MAX],
+    len: usize,
+}
+
+impl fmt::Write for InlineWriter {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let end = self.len + text.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
+        room.copy_from_slice(text.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
@@ -274,6 +319,18 @@ mod tests {
         assert_eq!(a.sorted(), [("queueId", "3"), ("topic", "U")]);
         assert_eq!(a.remove("queueId").as_deref(), Some("3"));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn short_displayed_text_is_inline_and_long_text_is_owned() {
+        assert_eq!(&*Text::display(i64::MIN), "-9223372036854775808");
+        assert!(matches!(Text::display(42).0, Repr::Inline { len: 2, .. }));
+        let long = "x".repeat(INLINE_BYTES_MAX + 1);
+        let text = Text::display(&long);
+        assert!(matches!(text.0, Repr::Owned(_)));
+        assert_eq!(&*text, long);
+        let exactly = "y".repeat(INLINE_BYTES_MAX);
+        assert!(matches!(Text::display(&exactly).0, Repr::Inline { .. }));
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub use namesrv::*;
 pub use send::*;
 pub use transaction::*;
 
-use super::command::ExtFields;
+use super::command::{ExtFields, Text};
 
 /// A header that is read from and written to `extFields`.
 pub trait CommandHeader: Sized {
@@ -40,15 +40,15 @@ pub enum HeaderError {
 pub trait HeaderValue: Sized {
     /// `None` when the text is not a value of this type.
     fn parse(text: &str) -> Option<Self>;
-    fn format(&self) -> String;
+    fn format(&self) -> Text;
 }
 
 impl HeaderValue for String {
     fn parse(text: &str) -> Option<Self> {
         Some(text.to_owned())
     }
-    fn format(&self) -> String {
-        self.clone()
+    fn format(&self) -> Text {
+        self.clone().into()
     }
 }
 
@@ -60,8 +60,8 @@ macro_rules! decimal_header_value {
             fn parse(text: &str) -> Option<Self> {
                 text.parse().ok()
             }
-            fn format(&self) -> String {
-                self.to_string()
+            fn format(&self) -> Text {
+                Text::display(self)
             }
         }
     )*};
@@ -78,8 +78,8 @@ impl HeaderValue for bool {
             None
         }
     }
-    fn format(&self) -> String {
-        self.to_string()
+    fn format(&self) -> Text {
+        Text::from(if *self { "true" } else { "false" })
     }
 }
 
