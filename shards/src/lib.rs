@@ -18,6 +18,7 @@ pub mod io;
 mod key_index;
 mod meta_file;
 pub mod offset;
+mod read_cache;
 pub mod real_io;
 pub mod record;
 mod recovery;
