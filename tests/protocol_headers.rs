@@ -171,20 +171,20 @@ fn send_header() -> impl Strategy<Value = SendMessageRequestHeader> {
     )
         .prop_map(|((a, b, c, d, e, f, g), (h, i, j, k), (l, m, n))| {
             SendMessageRequestHeader {
-                producer_group: a,
-                topic: b,
-                default_topic: c,
+                producer_group: a.into(),
+                topic: b.into(),
+                default_topic: c.into(),
                 default_topic_queue_nums: d,
                 queue_id: e,
                 sys_flag: f,
                 born_timestamp: g,
                 flag: h,
-                properties: i,
+                properties: i.map(Into::into),
                 reconsume_times: j,
                 unit_mode: k,
                 max_reconsume_times: l,
                 batch: m,
-                broker_name: n,
+                broker_name: n.map(Into::into),
             }
         })
 }

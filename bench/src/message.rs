@@ -8,7 +8,7 @@
 use crate::cluster::{QueueRef, DEFAULT_TOPIC};
 use bytes::{BufMut, Bytes, BytesMut};
 use ringmq::protocol::codes::request;
-use ringmq::protocol::command::RemotingCommand;
+use ringmq::protocol::command::{RemotingCommand, Text};
 use ringmq::protocol::header::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
 use ringmq::protocol::message::record::{
     java_string_hash, property, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
@@ -85,7 +85,8 @@ pub fn key_of(message: u64, keys: Option<u32>) -> Option<String> {
 
 /// What every send of a run shares.
 pub struct SendTemplate {
-    pub topic: String,
+    /// Shared by every send's header (a clone is a reference count).
+    pub topic: Text,
     pub size: usize,
     pub batch: u32,
     uniq_keys: UniqKeyGenerator,
@@ -99,7 +100,7 @@ impl SendTemplate {
             thread as i32,
         );
         Self {
-            topic,
+            topic: Text::shared(Bytes::from(topic)),
             size,
             batch,
             uniq_keys,
@@ -141,20 +142,20 @@ impl SendTemplate {
             )
         };
         let header = SendMessageRequestHeaderV2(SendMessageRequestHeader {
-            producer_group: PRODUCER_GROUP.to_owned(),
+            producer_group: PRODUCER_GROUP.into(),
             topic: self.topic.clone(),
-            default_topic: DEFAULT_TOPIC.to_owned(),
+            default_topic: DEFAULT_TOPIC.into(),
             default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS,
             queue_id: queue.queue_id,
             sys_flag: 0,
             born_timestamp: now_ms,
             flag: 0,
-            properties: Some(properties),
+            properties: Some(properties.into()),
             reconsume_times: Some(0),
             unit_mode: Some(false),
             max_reconsume_times: None,
             batch: Some(batched),
-            broker_name: broker_name.map(str::to_owned),
+            broker_name: broker_name.map(|name| name.to_owned().into()),
         });
         RemotingCommand::request(code)
             .with_header(&header)

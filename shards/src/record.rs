@@ -340,7 +340,7 @@ pub fn tag_hash_code(tags: Option<&str>) -> i64 {
 /// Iterates the (name, value) pairs of a properties string as Java's parser keeps them: split
 /// on 0x02, skip segments shorter than 3 chars, split at the first 0x01, drop pairs with an
 /// empty name or value.
-pub fn properties_iter(props: &str) -> impl Iterator<Item = (&str, &str)> {
+pub fn properties_iter(props: &str) -> impl Iterator<Item = (&str, &str)> + Clone {
     props
         .split(PROPERTY_SEPARATOR)
         .filter(|segment| segment.chars().count() >= 3)
@@ -371,8 +371,16 @@ pub fn parse_properties(props: &str) -> Vec<(String, String)> {
 }
 
 /// Formats pairs as Java's writer does: `name 0x01 value 0x02` each, trailing 0x02 included.
-pub fn format_properties<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-    let mut out = String::new();
+/// The pairs are walked twice, to make the string at its final size in one allocation (and
+/// so a `Bytes` of it needs none).
+pub fn format_properties<'a, I>(pairs: I) -> String
+where
+    I: IntoIterator<Item = (&'a str, &'a str)>,
+    I::IntoIter: Clone,
+{
+    let pairs = pairs.into_iter();
+    let len = pairs.clone().map(|(n, v)| n.len() + v.len() + 2).sum();
+    let mut out = String::with_capacity(len);
     for (name, value) in pairs {
         out.push_str(name);
         out.push(NAME_VALUE_SEPARATOR);

@@ -13,7 +13,7 @@ use crate::protocol::body::heartbeat::SubscriptionData;
 use crate::protocol::body::subscription_group::SubscriptionGroupConfig;
 use crate::protocol::body::TopicConfig;
 use crate::protocol::codes::request as code;
-use crate::protocol::command::RemotingCommand;
+use crate::protocol::command::{RemotingCommand, Text};
 use crate::protocol::header::ConsumerGroupRequestHeader;
 use crate::protocol::message::{MessageLimits, UniqKeyGenerator};
 use crate::server::connection::Connection;
@@ -244,11 +244,8 @@ impl Shard {
         (next % write_queue_nums.max(1) as u32) as i32
     }
 
-    pub fn next_uniq_key(&self) -> String {
-        self.uniq_keys
-            .borrow_mut()
-            .next(super::now_ms())
-            .to_string()
+    pub fn next_uniq_key(&self) -> Text {
+        Text::display(self.uniq_keys.borrow_mut().next(super::now_ms()))
     }
 
     pub fn counters(&self) -> Counters {

@@ -176,6 +176,7 @@ impl RemotingCommand {
 
     /// Adds the fields of a typed header to `ext_fields`.
     pub fn with_header<H: CommandHeader>(mut self, header: &H) -> Self {
+        self.ext_fields.reserve(H::FIELDS);
         header.encode(&mut self.ext_fields);
         self
     }

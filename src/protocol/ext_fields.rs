@@ -11,6 +11,7 @@
 //! offset) are held inline, so a response's header costs no allocation per field either.
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 use std::borrow::Borrow;
 use std::fmt;
 use std::ops::Deref;
@@ -32,9 +33,10 @@ enum Repr {
     },
 }
 
-/// Longest text held inline: an i64 in decimal with its sign is 20 bytes; 30 keeps a `Text`
-/// at the size of a `Bytes` plus its tag.
-const INLINE_BYTES_MAX: usize = 30;
+/// Longest text held inline: an i64 in decimal with its sign is 20 bytes, an IPv4
+/// offsetMsgId or UNIQ_KEY 32; 38 keeps a `Text` at the size of a `Bytes` plus its tag.
+const INLINE_BYTES_MAX: usize = 38;
+const _: () = assert!(std::mem::size_of::<Text>() == 40, "a Text is a Bytes and a tag");
 
 impl Text {
     /// `bytes` as text without a copy when they are UTF-8; otherwise their text with invalid
@@ -129,6 +131,12 @@ impl Borrow<str> for Text {
     }
 }
 
+impl Default for Text {
+    fn default() -> Self {
+        Self(Repr::Static(""))
+    }
+}
+
 impl From<&'static str> for Text {
     fn from(text: &'static str) -> Self {
         Self(Repr::Static(text))
@@ -151,6 +159,12 @@ impl Eq for Text {}
 
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<String> for Text {
+    fn eq(&self, other: &String) -> bool {
         self.as_str() == other
     }
 }
@@ -185,6 +199,10 @@ impl fmt::Display for Text {
     }
 }
 
+/// Fields [`ExtFields::sorted`] sorts without allocating: more than any response header the
+/// broker writes (a send response has eight), for 512 bytes of stack.
+pub const SORTED_ON_STACK_MAX: usize = 16;
+
 /// Field name → value. A key inserted again replaces its value (a repeated key on the wire
 /// keeps the last one, as Java's map does). Order is arrival order; equality ignores it.
 #[derive(Clone, Default)]
@@ -203,8 +221,18 @@ impl ExtFields {
         }
     }
 
+    /// Makes room for `more` fields.
+    pub fn reserve(&mut self, more: usize) {
+        self.fields.reserve(more);
+    }
+
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.position(key).map(|i| self.fields[i].1.as_str())
+        self.get_text(key).map(Text::as_str)
+    }
+
+    /// The value as it is held: cloning it shares the frame it was read from.
+    pub fn get_text(&self, key: &str) -> Option<&Text> {
+        self.position(key).map(|i| &self.fields[i].1)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -241,9 +269,9 @@ impl ExtFields {
     }
 
     /// (key, value) pairs sorted by key: the order the encoders write, so output is
-    /// deterministic.
-    pub fn sorted(&self) -> Vec<(&str, &str)> {
-        let mut entries: Vec<(&str, &str)> = self.iter().collect();
+    /// deterministic. On the stack up to [`SORTED_ON_STACK_MAX`] fields.
+    pub fn sorted(&self) -> SmallVec<[(&str, &str); SORTED_ON_STACK_MAX]> {
+        let mut entries: SmallVec<[(&str, &str); SORTED_ON_STACK_MAX]> = self.iter().collect();
         entries.sort_unstable();
         entries
     }
@@ -316,7 +344,7 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(a, b);
-        assert_eq!(a.sorted(), [("queueId", "3"), ("topic", "U")]);
+        assert_eq!(a.sorted()[..], [("queueId", "3"), ("topic", "U")]);
         assert_eq!(a.remove("queueId").as_deref(), Some("3"));
         assert_ne!(a, b);
     }

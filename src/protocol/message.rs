@@ -99,10 +99,10 @@ impl OffsetMsgId {
 
 impl std::fmt::Display for OffsetMsgId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut bytes = ip_to_bytes(self.store_host.ip());
-        bytes.extend(i32::from(self.store_host.port()).to_be_bytes());
-        bytes.extend(self.commit_log_offset.to_be_bytes());
-        f.write_str(&hex_encode(&bytes))
+        IdBytes::new(self.store_host.ip())
+            .push(&i32::from(self.store_host.port()).to_be_bytes())
+            .push(&self.commit_log_offset.to_be_bytes())
+            .write_hex(f)
     }
 }
 
@@ -138,12 +138,12 @@ impl UniqKey {
 
 impl std::fmt::Display for UniqKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut bytes = ip_to_bytes(self.ip);
-        bytes.extend(self.pid.to_be_bytes());
-        bytes.extend(self.class_loader_hash.to_be_bytes());
-        bytes.extend(self.ms_since_month_start.to_be_bytes());
-        bytes.extend(self.counter.to_be_bytes());
-        f.write_str(&hex_encode(&bytes))
+        IdBytes::new(self.ip)
+            .push(&self.pid.to_be_bytes())
+            .push(&self.class_loader_hash.to_be_bytes())
+            .push(&self.ms_since_month_start.to_be_bytes())
+            .push(&self.counter.to_be_bytes())
+            .write_hex(f)
     }
 }
 
@@ -216,24 +216,46 @@ fn ip_from_bytes(bytes: &[u8]) -> IpAddr {
     }
 }
 
-fn ip_to_bytes(ip: IpAddr) -> Vec<u8> {
-    match ip {
-        IpAddr::V4(ip) => ip.octets().to_vec(),
-        IpAddr::V6(ip) => ip.octets().to_vec(),
-    }
+/// Most bytes of an id: an IPv6 address and 12 more (an offsetMsgId's port and offset, or a
+/// UNIQ_KEY's pid, hash, time and counter).
+const ID_BYTES_MAX: usize = 16 + 12;
+
+/// The bytes of an id, on the stack: formatting one (every send answers an offsetMsgId)
+/// costs no allocation.
+struct IdBytes {
+    bytes: [u8; ID_BYTES_MAX],
+    len: usize,
 }
 
-fn hex_encode(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    bytes
-        .iter()
-        .flat_map(|b| {
-            [
-                DIGITS[(b >> 4) as usize] as char,
-                DIGITS[(b & 15) as usize] as char,
-            ]
-        })
-        .collect()
+impl IdBytes {
+    fn new(ip: IpAddr) -> Self {
+        let mut id = Self {
+            bytes: [0; ID_BYTES_MAX],
+            len: 0,
+        };
+        match ip {
+            IpAddr::V4(ip) => id.push(&ip.octets()),
+            IpAddr::V6(ip) => id.push(&ip.octets()),
+        };
+        id
+    }
+
+    fn push(&mut self, more: &[u8]) -> &mut Self {
+        self.bytes[self.len..self.len + more.len()].copy_from_slice(more);
+        self.len += more.len();
+        self
+    }
+
+    /// Upper-case hex, as Java's `UtilAll.bytes2string`.
+    fn write_hex(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+        let mut hex = [0u8; 2 * ID_BYTES_MAX];
+        for (i, b) in self.bytes[..self.len].iter().enumerate() {
+            hex[2 * i] = DIGITS[usize::from(b >> 4)];
+            hex[2 * i + 1] = DIGITS[usize::from(b & 15)];
+        }
+        f.write_str(std::str::from_utf8(&hex[..2 * self.len]).expect("hex digits are ASCII"))
+    }
 }
 
 fn hex_decode(id: &str) -> Result<Vec<u8>, MessageError> {

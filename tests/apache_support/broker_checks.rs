@@ -132,7 +132,7 @@ async fn send(
     let uniq_key = ids.next(now_ms).to_string();
     let header = SendMessageRequestHeaderV2(SendMessageRequestHeader {
         producer_group: "AdminP".into(),
-        topic: topic.into(),
+        topic: topic.to_owned().into(),
         default_topic: "TBW102".into(),
         default_topic_queue_nums: QUEUES,
         queue_id,
@@ -144,7 +144,8 @@ async fn send(
             ("UNIQ_KEY", uniq_key.as_str()),
             ("TAGS", "tagA"),
             ("WAIT", "true"),
-        ])),
+        ])
+        .into()),
         reconsume_times: Some(0),
         unit_mode: Some(false),
         max_reconsume_times: None,
@@ -158,7 +159,7 @@ async fn send(
     assert_eq!(resp.code, response::SUCCESS, "send: {:?}", resp.remark);
     let sent: SendMessageResponseHeader = resp.decode_header().unwrap();
     Sent {
-        offset_msg_id: sent.msg_id,
+        offset_msg_id: sent.msg_id.to_string(),
         uniq_key,
     }
 }

@@ -37,14 +37,14 @@ pub fn create_topic(topic: &str, queues: i32) -> RemotingCommand {
 pub fn send(topic: &str, queue_id: i32, body: &[u8], props: &[(&str, &str)]) -> RemotingCommand {
     let header = SendMessageRequestHeader {
         producer_group: "PG".into(),
-        topic: topic.into(),
+        topic: topic.to_owned().into(),
         default_topic: "TBW102".into(),
         default_topic_queue_nums: 4,
         queue_id,
         sys_flag: 0,
         born_timestamp: 1_700_000_000_000,
         flag: 0,
-        properties: Some(format_properties(props.iter().copied())),
+        properties: Some(format_properties(props.iter().copied()).into()),
         reconsume_times: Some(0),
         unit_mode: Some(false),
         max_reconsume_times: None,

@@ -16,10 +16,14 @@ use crate::protocol::body::{TopicConfig, PERM_WRITE};
 use crate::protocol::codes::{request as code, response};
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
-use crate::protocol::message::record::{find_property, format_properties, property, Message};
+use crate::protocol::command::Text;
+use crate::protocol::message::record::{
+    find_property, format_properties, properties_iter, property, Message,
+};
 use crate::protocol::message::{decode_batch, OffsetMsgId};
 use crate::server::Response;
 use bytes::Bytes;
+use std::fmt::Write as _;
 use ringmq_shards::schedule::asked_delay;
 use ringmq_shards::AppendResult;
 
@@ -116,7 +120,7 @@ async fn redirect_exhausted_retry(
     if header.reconsume_times.unwrap_or(0) < max_reconsume_times {
         return Ok(());
     }
-    header.topic = shard.dlq_topic(&group).await?;
+    header.topic = shard.dlq_topic(&group).await?.into();
     header.queue_id = DLQ_QUEUE_ID;
     Ok(())
 }
@@ -132,7 +136,7 @@ async fn topic_for_send(
             header.default_topic_queue_nums,
         )
         .await?
-        .ok_or_else(|| BrokerError::TopicNotExist(header.topic.clone()))
+        .ok_or_else(|| BrokerError::TopicNotExist(header.topic.to_string()))
 }
 
 /// The queue the send goes to: the producer's, or one the broker picks when it sent < 0.
@@ -207,25 +211,23 @@ fn message(
     properties: &str,
     add_uniq_key: bool,
 ) -> Message {
-    let mut pairs: Vec<(&str, &str)> =
-        crate::protocol::message::record::properties_iter(properties)
-            .filter(|(name, _)| !BROKER_SET_PROPERTIES.contains(name))
-            .collect();
-    let uniq;
-    if add_uniq_key && find_property(properties, property::UNIQ_KEY).is_none() {
-        uniq = shard.next_uniq_key();
-        pairs.push((property::UNIQ_KEY, &uniq));
-    }
-    pairs.push((PROPERTY_CLUSTER, &shard.config().broker_cluster_name));
-    pairs.push((PROPERTY_MSG_REGION, REGION_DEFAULT));
-    pairs.push((PROPERTY_TRACE_ON, TRACE_ON));
+    let uniq = (add_uniq_key && find_property(properties, property::UNIQ_KEY).is_none())
+        .then(|| shard.next_uniq_key());
+    let pairs = properties_iter(properties)
+        .filter(|(name, _)| !BROKER_SET_PROPERTIES.contains(name))
+        .chain(uniq.as_deref().map(|uniq| (property::UNIQ_KEY, uniq)))
+        .chain([
+            (PROPERTY_CLUSTER, &*shard.config().broker_cluster_name),
+            (PROPERTY_MSG_REGION, REGION_DEFAULT),
+            (PROPERTY_TRACE_ON, TRACE_ON),
+        ]);
     let flag = if entry_flag != 0 {
         entry_flag
     } else {
         header.flag
     };
     Message {
-        topic: header.topic.clone(),
+        topic: header.topic.to_string(),
         queue_id: header.queue_id,
         flag,
         sys_flag: header.sys_flag,
@@ -238,16 +240,29 @@ fn message(
     }
 }
 
-/// The messages' UNIQ_KEYs, comma-separated, as the response's transactionId carries them.
-fn uniq_keys(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .filter_map(|m| {
-            let props = std::str::from_utf8(&m.properties).ok()?;
-            find_property(props, property::UNIQ_KEY)
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+/// The messages' UNIQ_KEYs, comma-separated, as the response's transactionId carries them
+/// (copied inline: a slice of the properties would cost a shared header for them).
+fn uniq_keys(messages: &[Message]) -> Text {
+    fn uniq_key(message: &Message) -> Option<&str> {
+        let props = std::str::from_utf8(&message.properties).ok()?;
+        find_property(props, property::UNIQ_KEY)
+    }
+    match messages {
+        [one] => uniq_key(one).map(Text::display).unwrap_or_default(),
+        many => comma_separated(many.iter().filter_map(uniq_key)),
+    }
+}
+
+/// `items` displayed and joined by `,`, as Java joins a batch's ids: inline when short.
+fn comma_separated<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> Text {
+    let mut joined = String::new();
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            joined.push(',');
+        }
+        write!(joined, "{item}").expect("writing to a String cannot fail");
+    }
+    Text::display(joined)
 }
 
 /// Answers as Apache: a delayed message's queueId is the one it was sent to, its
@@ -257,20 +272,17 @@ fn response(
     command: &RemotingCommand,
     sent: &SendMessageRequestHeader,
     results: &[AppendResult],
-    uniq_keys: String,
+    uniq_keys: Text,
 ) -> RemotingCommand {
     let store_host = shard.store_host();
-    let msg_id = results
-        .iter()
-        .map(|r| {
-            OffsetMsgId {
-                store_host,
-                commit_log_offset: r.physical_offset,
-            }
-            .to_string()
-        })
-        .collect::<Vec<_>>()
-        .join(",");
+    let msg_id = |r: &AppendResult| OffsetMsgId {
+        store_host,
+        commit_log_offset: r.physical_offset,
+    };
+    let msg_id = match results {
+        [one] => Text::display(msg_id(one)),
+        many => comma_separated(many.iter().map(msg_id)),
+    };
     let header = SendMessageResponseHeader {
         msg_id,
         queue_id: sent.queue_id,
@@ -278,8 +290,8 @@ fn response(
         transaction_id: Some(uniq_keys),
         batch_uniq_id: None,
         recall_handle: None,
-        msg_region: Some(REGION_DEFAULT.to_owned()),
-        trace_on: Some(TRACE_ON.to_owned()),
+        msg_region: Some(REGION_DEFAULT.into()),
+        trace_on: Some(TRACE_ON.into()),
     };
     RemotingCommand::response_to(command, response::SUCCESS, None).with_header(&header)
 }

@@ -3,13 +3,14 @@
 //! remark; the C++ client sends extFields values as JSON numbers; keys come in any order.
 //! Encoded as fastjson writes it: keys in alphabetical order, null fields omitted.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::Write;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::FrameError;
@@ -20,7 +21,7 @@ use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, Seriali
 /// [`Scalar`]s first and checked against their field afterwards, so a wrong type is reported
 /// with the field's name. extFields keys and string values without escapes are slices of
 /// `header` (no allocation); only escaped strings (a message's properties, whose separators
-/// Java writes as `\u0001`) and unquoted numbers become owned strings.
+/// Java writes as `\u0001`) become owned strings, made at their size in one allocation.
 pub(super) fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, FrameError> {
     let first = header.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| *b != b'{') {
@@ -75,13 +76,13 @@ fn language_field(value: Scalar) -> Result<LanguageCode, FrameError> {
 /// The header's fields as read; absent ones stay `Null`. Unknown keys (such as
 /// `serializeTypeCurrentRPC`, which the type byte overrides) are skipped; a repeated key keeps
 /// its last value, as fastjson does.
-struct HeaderFields {
-    code: Scalar,
-    language: Scalar,
-    version: Scalar,
-    opaque: Scalar,
-    flag: Scalar,
-    remark: Scalar,
+struct HeaderFields<'de> {
+    code: Scalar<'de>,
+    language: Scalar<'de>,
+    version: Scalar<'de>,
+    opaque: Scalar<'de>,
+    flag: Scalar<'de>,
+    remark: Scalar<'de>,
     ext_fields: ExtValue,
 }
 
@@ -100,13 +101,13 @@ struct HeaderVisitor<'h> {
 }
 
 impl<'de> Visitor<'de> for HeaderVisitor<'_> {
-    type Value = HeaderFields;
+    type Value = HeaderFields<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a RemotingCommand header object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HeaderFields, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HeaderFields<'de>, A::Error> {
         let mut fields = HeaderFields {
             code: Scalar::Null,
             language: Scalar::Null,
@@ -184,30 +185,32 @@ impl Visitor<'_> for KeyVisitor {
 
 /// A header value before it is checked against its field: any JSON value is accepted here.
 /// Objects are kept as `extFields` needs them, arrays are skipped.
-enum Scalar {
+/// A string is borrowed from the header when it has no escapes (`language` in every request).
+enum Scalar<'de> {
     Null,
     Int(i64),
     /// A number that is not an i64 (fraction, exponent or beyond 64 bits).
     OtherNumber(String),
-    Text(String),
+    Text(Cow<'de, str>),
     Bool(bool),
     /// An object or an array: no header field but `extFields` may hold one.
     Nested,
 }
 
-impl Scalar {
+impl Scalar<'_> {
     /// The text of a scalar: strings as they are, numbers and booleans as their JSON text.
     fn into_text(self) -> Option<String> {
         match self {
             Scalar::Int(n) => Some(n.to_string()),
-            Scalar::OtherNumber(text) | Scalar::Text(text) => Some(text),
+            Scalar::OtherNumber(text) => Some(text),
+            Scalar::Text(text) => Some(text.into_owned()),
             Scalar::Bool(b) => Some(b.to_string()),
             Scalar::Null | Scalar::Nested => None,
         }
     }
 }
 
-impl<'de> de::Deserialize<'de> for Scalar {
+impl<'de> de::Deserialize<'de> for Scalar<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(ScalarVisitor)
     }
@@ -216,36 +219,39 @@ impl<'de> de::Deserialize<'de> for Scalar {
 struct ScalarVisitor;
 
 impl<'de> Visitor<'de> for ScalarVisitor {
-    type Value = Scalar;
+    type Value = Scalar<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_unit<E>(self) -> Result<Scalar, E> {
+    fn visit_unit<E>(self) -> Result<Scalar<'de>, E> {
         Ok(Scalar::Null)
     }
-    fn visit_bool<E>(self, b: bool) -> Result<Scalar, E> {
+    fn visit_bool<E>(self, b: bool) -> Result<Scalar<'de>, E> {
         Ok(Scalar::Bool(b))
     }
-    fn visit_i64<E>(self, n: i64) -> Result<Scalar, E> {
+    fn visit_i64<E>(self, n: i64) -> Result<Scalar<'de>, E> {
         Ok(Scalar::Int(n))
     }
-    fn visit_u64<E>(self, n: u64) -> Result<Scalar, E> {
+    fn visit_u64<E>(self, n: u64) -> Result<Scalar<'de>, E> {
         Ok(i64::try_from(n).map_or_else(|_| Scalar::OtherNumber(n.to_string()), Scalar::Int))
     }
-    fn visit_f64<E>(self, n: f64) -> Result<Scalar, E> {
+    fn visit_f64<E>(self, n: f64) -> Result<Scalar<'de>, E> {
         Ok(Scalar::OtherNumber(Value::from(n).to_string()))
     }
-    fn visit_str<E>(self, s: &str) -> Result<Scalar, E> {
-        Ok(Scalar::Text(s.to_owned()))
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Text(Cow::Borrowed(s)))
     }
-    fn visit_string<E>(self, s: String) -> Result<Scalar, E> {
-        Ok(Scalar::Text(s))
+    fn visit_str<E>(self, s: &str) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Text(Cow::Owned(s.to_owned())))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scalar, A::Error> {
+    fn visit_string<E>(self, s: String) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Text(Cow::Owned(s)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scalar<'de>, A::Error> {
         IgnoredAny.visit_seq(seq).map(|_| Scalar::Nested)
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Scalar, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Scalar<'de>, A::Error> {
         IgnoredAny.visit_map(map).map(|_| Scalar::Nested)
     }
 }
@@ -296,67 +302,123 @@ impl<'de> Visitor<'de> for ExtFieldsSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtValue, A::Error> {
         let header = self.header;
         let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
-        while let Some(key) = map.next_key_seed(TextSeed { header })? {
-            if let Some(value) = map.next_value_seed(TextSeed { header })? {
-                ext.insert(key.expect("a JSON key is a string"), value);
+        while let Some(key) = map.next_key_seed(KeySeed { header })? {
+            if let Some(value) = map.next_value_seed(ValueSeed { header })? {
+                ext.insert(key, value);
             }
         }
         Ok(ExtValue::Object(ext))
     }
 }
 
-/// One extFields key or value as [`Text`]: a slice of the header when the parser could lend
-/// it (no escapes), else owned; `None` for null.
-struct TextSeed<'h> {
+/// One extFields key as [`Text`]: a slice of the header when the parser could lend it (no
+/// escapes), else owned. (JSON keys are strings.)
+struct KeySeed<'h> {
     header: &'h Bytes,
 }
 
-impl<'de> DeserializeSeed<'de> for TextSeed<'_> {
-    type Value = Option<Text>;
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = Text;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Text>, D::Error> {
-        deserializer.deserialize_any(self)
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Text, D::Error> {
+        deserializer.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for TextSeed<'_> {
-    type Value = Option<Text>;
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = Text;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an extFields key or value")
+        f.write_str("an extFields key")
     }
-    fn visit_unit<E>(self) -> Result<Option<Text>, E> {
-        Ok(None)
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Text, E> {
+        Ok(Text::borrowed_from(self.header, s))
     }
-    fn visit_bool<E>(self, b: bool) -> Result<Option<Text>, E> {
-        Ok(Some(b.to_string().into()))
+    fn visit_str<E>(self, s: &str) -> Result<Text, E> {
+        Ok(s.to_owned().into())
     }
-    fn visit_i64<E>(self, n: i64) -> Result<Option<Text>, E> {
-        Ok(Some(n.to_string().into()))
+}
+
+/// One extFields value as [`Text`], from its raw JSON text: a string without escapes, an
+/// integer or a boolean is a slice of `header`; an escaped string is resolved into one string
+/// of its size (serde_json's own unescaping grows a scratch buffer from empty in every frame:
+/// five allocations per send, whose properties Java escapes); another number or a nested
+/// value becomes its compact JSON text; `None` for null.
+struct ValueSeed<'h> {
+    header: &'h Bytes,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+    type Value = Option<Text>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Text>, D::Error> {
+        let raw = <&'de RawValue>::deserialize(deserializer)?.get();
+        let borrowed = |text: &str| Ok(Some(Text::borrowed_from(self.header, text)));
+        match raw.as_bytes()[0] {
+            b'"' => {
+                let inside = &raw[1..raw.len() - 1];
+                if !inside.contains('\\') {
+                    return borrowed(inside);
+                }
+                let text = unescape(inside).ok_or_else(|| de::Error::custom("a bad escape"))?;
+                Ok(Some(text.into()))
+            }
+            b'n' => Ok(None),
+            b't' | b'f' => borrowed(raw),
+            _ if raw.parse::<i64>().is_ok() => borrowed(raw),
+            _ => {
+                let value: Value = serde_json::from_str(raw).map_err(de::Error::custom)?;
+                Ok(Some(value.to_string().into()))
+            }
+        }
     }
-    fn visit_u64<E>(self, n: u64) -> Result<Option<Text>, E> {
-        Ok(Some(n.to_string().into()))
+}
+
+/// The text of the inside of a JSON string, its escapes resolved; `None` for an escape JSON
+/// does not have (serde_json has checked the syntax, so that is a lone surrogate).
+fn unescape(inside: &str) -> Option<String> {
+    let mut out = String::with_capacity(inside.len());
+    let mut rest = inside;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let escape = rest.as_bytes().get(at + 1)?;
+        rest = &rest[at + 2..];
+        let c = match escape {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = hex4(&mut rest)?;
+                if (0xD800..0xDC00).contains(&unit) {
+                    rest = rest.strip_prefix("\\u")?;
+                    let low = hex4(&mut rest)?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return None;
+                    }
+                    char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?
+                } else {
+                    char::from_u32(unit)?
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
     }
-    fn visit_f64<E>(self, n: f64) -> Result<Option<Text>, E> {
-        Ok(Some(Value::from(n).to_string().into()))
-    }
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Option<Text>, E> {
-        Ok(Some(Text::borrowed_from(self.header, s)))
-    }
-    fn visit_str<E>(self, s: &str) -> Result<Option<Text>, E> {
-        Ok(Some(s.to_owned().into()))
-    }
-    fn visit_string<E>(self, s: String) -> Result<Option<Text>, E> {
-        Ok(Some(s.into()))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Text>, A::Error> {
-        let nested = Value::deserialize(SeqAccessDeserializer::new(seq))?;
-        Ok(Some(nested.to_string().into()))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<Text>, A::Error> {
-        let nested = Value::deserialize(MapAccessDeserializer::new(map))?;
-        Ok(Some(nested.to_string().into()))
-    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// The four hex digits at the start of `text`, which moves past them.
+fn hex4(text: &mut &str) -> Option<u32> {
+    let digits = text.get(..4)?;
+    let unit = u32::from_str_radix(digits, 16).ok()?;
+    *text = &text[4..];
+    Some(unit)
 }
 
 /// Writes the header as fastjson does: alphabetical keys, `extFields` and `remark` only when
@@ -458,3 +520,7 @@ fn write_string(w: &mut impl Write, text: &str) -> std::io::Result<()> {
     w.write_all(&bytes[start..])?;
     w.write_all(b"\"")
 }
+
+#[cfg(test)]
+#[path = "json_tests.rs"]
+mod tests;

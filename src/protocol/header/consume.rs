@@ -116,7 +116,7 @@ pub enum BoundaryType {
 
 impl HeaderValue for BoundaryType {
     /// Case-insensitive, as Java's `BoundaryType.getType`.
-    fn parse(text: &str) -> Option<Self> {
+    fn parse(text: &Text) -> Option<Self> {
         if text.eq_ignore_ascii_case("lower") {
             Some(Self::Lower)
         } else if text.eq_ignore_ascii_case("upper") {

@@ -21,6 +21,8 @@ use super::command::{ExtFields, Text};
 
 /// A header that is read from and written to `extFields`.
 pub trait CommandHeader: Sized {
+    /// Fields declared, so a writer makes room for them at once.
+    const FIELDS: usize;
     fn decode(ext: &ExtFields) -> Result<Self, HeaderError>;
     fn encode(&self, ext: &mut ExtFields);
 }
@@ -39,16 +41,27 @@ pub enum HeaderError {
 /// A type a header field can hold, with its extFields text form.
 pub trait HeaderValue: Sized {
     /// `None` when the text is not a value of this type.
-    fn parse(text: &str) -> Option<Self>;
+    fn parse(text: &Text) -> Option<Self>;
     fn format(&self) -> Text;
 }
 
 impl HeaderValue for String {
-    fn parse(text: &str) -> Option<Self> {
-        Some(text.to_owned())
+    fn parse(text: &Text) -> Option<Self> {
+        Some(text.to_string())
     }
     fn format(&self) -> Text {
         self.clone().into()
+    }
+}
+
+/// A field read as it was received, a slice of the frame: the send path's headers (topic,
+/// producer group, properties) cost no copy.
+impl HeaderValue for Text {
+    fn parse(text: &Text) -> Option<Self> {
+        Some(text.clone())
+    }
+    fn format(&self) -> Text {
+        self.clone()
     }
 }
 
@@ -57,7 +70,7 @@ impl HeaderValue for String {
 macro_rules! decimal_header_value {
     ($($t:ty),*) => {$(
         impl HeaderValue for $t {
-            fn parse(text: &str) -> Option<Self> {
+            fn parse(text: &Text) -> Option<Self> {
                 text.parse().ok()
             }
             fn format(&self) -> Text {
@@ -69,10 +82,10 @@ macro_rules! decimal_header_value {
 decimal_header_value!(i32, i64);
 
 impl HeaderValue for bool {
-    fn parse(text: &str) -> Option<Self> {
-        if text.eq_ignore_ascii_case("true") || text == "1" {
+    fn parse(text: &Text) -> Option<Self> {
+        if text.eq_ignore_ascii_case("true") || *text == "1" {
             Some(true)
-        } else if text.eq_ignore_ascii_case("false") || text == "0" {
+        } else if text.eq_ignore_ascii_case("false") || *text == "0" {
             Some(false)
         } else {
             None
@@ -85,18 +98,18 @@ impl HeaderValue for bool {
 
 /// Reading and writing one field; the `header!` macro calls these by the field's kind.
 pub mod field {
-    use super::{ExtFields, HeaderError, HeaderValue};
+    use super::{ExtFields, HeaderError, HeaderValue, Text};
 
-    fn parse<T: HeaderValue>(key: &'static str, text: &str) -> Result<T, HeaderError> {
+    fn parse<T: HeaderValue>(key: &'static str, text: &Text) -> Result<T, HeaderError> {
         T::parse(text).ok_or_else(|| HeaderError::Invalid {
             field: key,
-            value: text.to_owned(),
+            value: text.to_string(),
         })
     }
 
     /// A `@CFNotNull` field: absent is an error.
     pub fn req<T: HeaderValue>(ext: &ExtFields, key: &'static str) -> Result<T, HeaderError> {
-        let text = ext.get(key).ok_or(HeaderError::Missing(key))?;
+        let text = ext.get_text(key).ok_or(HeaderError::Missing(key))?;
         parse(key, text)
     }
 
@@ -105,7 +118,7 @@ pub mod field {
         ext: &ExtFields,
         key: &'static str,
     ) -> Result<Option<T>, HeaderError> {
-        ext.get(key).map(|text| parse(key, text)).transpose()
+        ext.get_text(key).map(|text| parse(key, text)).transpose()
     }
 
     /// A primitive (or defaulted) Java field: always sent by Java, absent means its default.
@@ -172,6 +185,8 @@ macro_rules! header {
         }
 
         impl $crate::protocol::header::CommandHeader for $name {
+            const FIELDS: usize = [$(stringify!($field)),*].len();
+
             #[allow(unused_variables)]
             fn decode(
                 ext: &$crate::protocol::command::ExtFields,
@@ -197,6 +212,8 @@ macro_rules! header {
         pub struct $short_name(pub $name);
 
         impl $crate::protocol::header::CommandHeader for $short_name {
+            const FIELDS: usize = <$name as $crate::protocol::header::CommandHeader>::FIELDS;
+
             fn decode(
                 ext: &$crate::protocol::command::ExtFields,
             ) -> Result<Self, $crate::protocol::header::HeaderError> {

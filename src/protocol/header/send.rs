@@ -1,8 +1,12 @@
 //! Headers of message sends (REMOTING.md §4.2): SEND_MESSAGE (long keys), SEND_MESSAGE_V2 and
 //! SEND_BATCH_MESSAGE (one-letter keys), the send response, and request/reply.
+//!
+//! The send headers' texts are [`Text`]s: a request's are slices of its frame and a
+//! response's are inline or static, so the hottest request costs no allocation per field.
 
 use super::{header, CommandHeader, HeaderError};
 use crate::protocol::codes::request;
+use crate::protocol::command::Text;
 use crate::protocol::command::RemotingCommand;
 
 header! {
@@ -12,10 +16,10 @@ header! {
     /// SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE / SEND_REPLY_MESSAGE_V2 request
     /// (`SendMessageRequestHeaderV2`): the same fields under the keys `a`..`n`.
     SendMessageRequestHeaderV2 {
-        req producer_group: String = "producerGroup" / "a",
-        req topic: String = "topic" / "b",
+        req producer_group: Text = "producerGroup" / "a",
+        req topic: Text = "topic" / "b",
         /// Template for auto-creating `topic`, normally `TBW102`.
-        req default_topic: String = "defaultTopic" / "c",
+        req default_topic: Text = "defaultTopic" / "c",
         req default_topic_queue_nums: i32 = "defaultTopicQueueNums" / "d",
         /// Negative: the broker picks a queue.
         req queue_id: i32 = "queueId" / "e",
@@ -25,7 +29,7 @@ header! {
         /// The user's flag, stored as is.
         req flag: i32 = "flag" / "h",
         /// The properties string (`name 0x01 value 0x02`…).
-        opt properties: String = "properties" / "i",
+        opt properties: Text = "properties" / "i",
         opt reconsume_times: i32 = "reconsumeTimes" / "j",
         opt unit_mode: bool = "unitMode" / "k",
         /// Only for `%RETRY%` topics.
@@ -33,7 +37,7 @@ header! {
         /// `true`: the body is a batch (`MessageDecoder.encodeMessages`).
         opt batch: bool = "batch" / "m",
         /// The broker name the client believes it is talking to (`bname` in long form).
-        opt broker_name: String = "bname" / "n",
+        opt broker_name: Text = "bname" / "n",
     }
 }
 
@@ -58,18 +62,18 @@ header! {
     /// every send response. The Java client reads `msgId`/`queueId`/`queueOffset` unconditionally.
     pub struct SendMessageResponseHeader {
         /// The offsetMsgId (store host + commit-log offset); for a batch, all of them joined by `,`.
-        req msg_id: String = "msgId",
+        req msg_id: Text = "msgId",
         req queue_id: i32 = "queueId",
         /// Queue offset of the (first) message.
         req queue_offset: i64 = "queueOffset",
         /// The message's UNIQ_KEY.
-        opt transaction_id: String = "transactionId",
-        opt batch_uniq_id: String = "batchUniqId",
-        opt recall_handle: String = "recallHandle",
+        opt transaction_id: Text = "transactionId",
+        opt batch_uniq_id: Text = "batchUniqId",
+        opt recall_handle: Text = "recallHandle",
         /// The broker's region, `DefaultRegion` by default.
-        opt msg_region: String = "MSG_REGION",
+        opt msg_region: Text = "MSG_REGION",
         /// `"true"`/`"false"`: whether the broker traces messages.
-        opt trace_on: String = "TRACE_ON",
+        opt trace_on: Text = "TRACE_ON",
     }
 }
 
