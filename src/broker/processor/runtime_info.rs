@@ -22,6 +22,7 @@ use crate::protocol::codes::response;
 use crate::protocol::command::{RemotingCommand, CURRENT_VERSION};
 use crate::protocol::message::record::RecordView;
 use crate::server::Response;
+use ringmq_shards::real_io::disk_space;
 use ringmq_shards::schedule::SCHEDULE_TOPIC;
 use ringmq_shards::PhysicalOffset;
 use std::collections::BTreeMap;
@@ -185,7 +186,7 @@ fn merge(shard: &Shard, parts: &[RuntimePart], now_ms: i64) -> KvTable {
     let ratio = java_double(disk_used_ratio(root));
     put("commitLogDiskRatio", ratio.clone());
     put("consumeQueueDiskRatio", ratio);
-    if let Some(space) = disk_space(root) {
+    if let Ok(space) = disk_space(root) {
         put(
             "commitLogDirCapacity",
             format!(
@@ -216,46 +217,10 @@ fn merge(shard: &Shard, parts: &[RuntimePart], now_ms: i64) -> KvTable {
     KvTable { table }
 }
 
-/// A partition's size as `java.io.File` reports it.
-struct DiskSpace {
-    /// `getTotalSpace`.
-    total: u64,
-    /// `getFreeSpace`: free blocks, the reserved ones included.
-    free: u64,
-    /// `getUsableSpace`: what an unprivileged process may still write.
-    usable: u64,
-}
-
-fn disk_space(path: &Path) -> Option<DiskSpace> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the zeroed struct it is given; the path is NUL-terminated.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return None;
-    }
-    let block = stat.f_frsize as u64;
-    Some(DiskSpace {
-        total: stat.f_blocks as u64 * block,
-        free: stat.f_bfree as u64 * block,
-        usable: stat.f_bavail as u64 * block,
-    })
-}
-
 /// `UtilAll.getDiskPartitionSpaceUsedPercent`: the used fraction, rounded up to a hundredth;
 /// -1 when the path cannot be measured.
 fn disk_used_ratio(path: &Path) -> f64 {
-    match disk_space(path) {
-        Some(space) if space.total > 0 => used_ratio(&space),
-        _ => -1.0,
-    }
-}
-
-fn used_ratio(space: &DiskSpace) -> f64 {
-    let used = space.total - space.free.min(space.total);
-    let entire = (used + space.usable).max(1);
-    let percent = (used * 100).div_ceil(entire);
-    percent as f64 / 100.0
+    disk_space(path).map_or(-1.0, |space| space.used_ratio())
 }
 
 /// A double as Java's `String.valueOf` writes it in the ranges used here (`1.0`, `0.62`).
@@ -305,6 +270,7 @@ fn format_runtime(elapsed_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ringmq_shards::io::DiskSpace;
 
     #[test]
     fn formats_as_java_does() {
@@ -334,13 +300,13 @@ mod tests {
             free: 40,
             usable: 30,
         };
-        assert_eq!(used_ratio(&space), 0.67);
+        assert_eq!(space.used_ratio(), 0.67);
         let exact = DiskSpace {
             total: 100,
             free: 50,
             usable: 50,
         };
-        assert_eq!(used_ratio(&exact), 0.5);
+        assert_eq!(exact.used_ratio(), 0.5);
         assert_eq!(disk_used_ratio(Path::new("/no/such/dir")), -1.0);
         assert!((0.0..=1.0).contains(&disk_used_ratio(Path::new("/"))));
     }
