@@ -6,6 +6,7 @@
 //! fault-injecting ones ([`SimDisk`], [`SimClock`]).
 
 mod append_file;
+mod checkpoint;
 pub mod commit_log;
 pub mod config;
 mod consume_queue;
@@ -25,7 +26,7 @@ pub mod schedule;
 pub mod shard;
 pub mod sim_io;
 
-pub use config::{FlushMode, LogConfig, ShardConfig};
+pub use config::{FlushMode, LogConfig, RetentionConfig, ShardConfig};
 pub use error::StoreError;
 pub use file_replace::{replace_file, tmp_path, REPLACE_BYTES_MAX};
 pub use io::{Clock, Disk, DiskFile};
@@ -33,5 +34,8 @@ pub use key_index::KeyQuery;
 pub use offset::PhysicalOffset;
 pub use real_io::{Durability, RealClock, RealDisk};
 pub use schedule::DelayLevels;
-pub use shard::{AppendResult, DeliveryTurn, QueueRead, QueueReadRequest, Shard};
+pub use shard::{
+    AppendResult, DeliveryTurn, Lag, QueueRead, QueueReadRequest, Removal, RemovalReason,
+    RetentionStats, Shard,
+};
 pub use sim_io::{SimClock, SimDisk, SimRng};
