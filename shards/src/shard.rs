@@ -211,11 +211,13 @@ async fn load_index<D: Disk>(
     }
 }
 
-/// Unlinks `path`; one already gone is fine (a removal repeated after a crash or a failure).
-async fn remove_if_there<D: Disk>(disk: &D, path: &std::path::Path) -> Result<()> {
+/// Unlinks `path`; one already gone is fine (a removal repeated after a crash or a failure,
+/// a file never written). Returns whether it was there.
+async fn remove_if_there<D: Disk>(disk: &D, path: &std::path::Path) -> Result<bool> {
     match disk.remove(path).await {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-        _ => Ok(()),
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -438,9 +438,12 @@ impl Disk for SimDisk {
         Ok(())
     }
 
-    async fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
+    async fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
         state.step()?;
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
         state.names_durable = state.names.clone();
         state.namespace_pending.clear();
         Ok(())

@@ -33,9 +33,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         self.persist_once().await?;
         for (queue_id, _) in &removed {
             let path = queue_path(&self.config, topic, *queue_id);
-            remove_if_there(&self.disk, &path).await?;
-            if let Some(dir) = path.parent() {
-                self.disk.sync_dir(dir).await?;
+            // A queue never persisted has no file (nor directory).
+            if remove_if_there(&self.disk, &path).await? {
+                if let Some(dir) = path.parent() {
+                    self.disk.sync_dir(dir).await?;
+                }
             }
         }
         Ok(removed.len())

@@ -227,8 +227,10 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             (entries, lags)
         };
         self.log.remove_first_segment(start).await?;
-        super::remove_if_there(&self.disk, &index_file_path(&self.config.dir, start)).await?;
-        self.disk.sync_dir(&self.path("index")).await?;
+        let index_file = index_file_path(&self.config.dir, start);
+        if super::remove_if_there(&self.disk, &index_file).await? {
+            self.disk.sync_dir(&self.path("index")).await?;
+        }
         self.segment_times.borrow_mut().remove(start);
         let unconsumed: u64 = lags
             .iter()
