@@ -162,6 +162,8 @@ pub struct RuntimePart {
     pub messages_got: u64,
     /// Bytes appended to the shard's commit log.
     pub log_end: u64,
+    /// Where its oldest segment starts: the bytes retention removed.
+    pub log_min: u64,
     /// Appended but not yet durable.
     pub unflushed: u64,
     /// Store time of the shard's first message; `None` when it has none.

@@ -3,8 +3,8 @@
 //! `DefaultMessageStore.getRuntimeInfo`, timer wheel off, no delayed messages), in its formats.
 //!
 //! Real values: msgPutTotalTodayNow, msgGetTotalTodayNow, putMessageTimesTotal,
-//! putMessageSizeTotal, putMessageAverageSize, commitLogMinOffset (nothing is deleted yet),
-//! commitLogMaxOffset (bytes appended, all shards), remainHowManyDataToFlush,
+//! putMessageSizeTotal, putMessageAverageSize, commitLogMinOffset (bytes retention removed,
+//! all shards), commitLogMaxOffset (bytes appended, all shards), remainHowManyDataToFlush,
 //! earliestMessageTimeStamp, bootTimestamp, runtime, brokerVersion, brokerVersionDesc,
 //! brokerActive, commitLogDirCapacity, commitLogDiskRatio (and one `commitLogDiskRatio_<dir>`
 //! per shard's directory), consumeQueueDiskRatio, and remainTransientStoreBufferNumbs /
@@ -113,14 +113,14 @@ pub async fn serve(shard: &Shard, command: &RemotingCommand) -> BrokerResult<Res
 pub async fn part(shard: &Shard) -> BrokerResult<RuntimePart> {
     let counters = shard.counters();
     let store = shard.store();
-    let earliest_ms = if store.log_end() == 0 {
-        None
-    } else {
-        let first = PhysicalOffset::new(store.config().shard_id, 0).to_wire();
-        // Informative only: a record that does not parse reads as unknown.
-        RecordView::parse(store.read_at(first).await?)
+    // The oldest segment starts with a record (fillers only end segments); informative only:
+    // none yet, one being removed or one that does not parse reads as unknown.
+    let first = PhysicalOffset::new(store.config().shard_id, store.log_min()).to_wire();
+    let earliest_ms = match store.read_at(first).await {
+        Ok(record) => RecordView::parse(record)
             .ok()
-            .map(|record| record.store_timestamp_ms())
+            .map(|record| record.store_timestamp_ms()),
+        Err(_) => None,
     };
     let schedule = (1..=store.config().delay_levels.count())
         .filter_map(|level| {
@@ -135,6 +135,7 @@ pub async fn part(shard: &Shard) -> BrokerResult<RuntimePart> {
         bytes_put: counters.bytes_put,
         messages_got: counters.messages_got,
         log_end: store.log_end(),
+        log_min: store.log_min(),
         unflushed: store.log_end() - store.log_durable_end(),
         earliest_ms,
         schedule,
@@ -181,7 +182,7 @@ fn merge(shard: &Shard, parts: &[RuntimePart], now_ms: i64) -> KvTable {
     // Java divides by one when nothing was put yet.
     let average = put_bytes as f64 / put_times.max(1) as f64;
     put("putMessageAverageSize", java_double(average));
-    put("commitLogMinOffset", "0".to_owned());
+    put("commitLogMinOffset", sum(|p| p.log_min).to_string());
     let root = &shard.config().store_path_root_dir;
     let ratio = java_double(disk_used_ratio(root));
     put("commitLogDiskRatio", ratio.clone());
