@@ -112,6 +112,8 @@ pub struct Append {
 pub struct Pulled {
     /// PULL_* or SUCCESS.
     pub code: i32,
+    /// Apache's store status when it is not FOUND (the response's remark).
+    pub status: Option<&'static str>,
     pub next_begin_offset: i64,
     pub min_offset: i64,
     pub max_offset: i64,
