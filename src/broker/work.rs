@@ -80,6 +80,12 @@ pub enum Work {
     RuntimeInfo {
         reply: ReplyTo<BrokerResult<RuntimePart>>,
     },
+    /// DELETE_TOPIC_IN_BROKER's data half, from shard 0: drop the topic's queues, index
+    /// entries and consumer offsets; answers how many queues the shard had.
+    DropTopic {
+        topic: String,
+        reply: ReplyTo<BrokerResult<usize>>,
+    },
     /// A newer control-plane snapshot, from shard 0.
     Snapshot {
         snapshot: Arc<ControlSnapshot>,
