@@ -96,7 +96,8 @@ pub struct RetentionConfig {
     pub clean_forcibly_enable: bool,
     /// `diskSpaceCleanForciblyRatio`, as a fraction of the partition.
     pub clean_forcibly_ratio: f64,
-    /// `diskSpaceWarningLevelRatio`: cleaning is forcible above it too.
+    /// `diskSpaceWarningLevelRatio`: cleaning is forcible above it too, and appends are
+    /// refused (disk full) until the partition is below it again.
     pub warning_ratio: f64,
     /// `cleanResourceInterval`.
     pub check_interval: Duration,

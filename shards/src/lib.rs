@@ -27,7 +27,7 @@ pub mod shard;
 pub mod sim_io;
 
 pub use config::{FlushMode, LogConfig, RetentionConfig, ShardConfig};
-pub use error::StoreError;
+pub use error::{DiskFull, StoreError};
 pub use file_replace::{replace_file, tmp_path, REPLACE_BYTES_MAX};
 pub use io::{Clock, Disk, DiskFile};
 pub use key_index::KeyQuery;

@@ -14,7 +14,7 @@ use crate::consume_queue::{
     decode_entries, topic_dir_name, ConsumeQueue, CqEntry, QueueMap, CQ_ENTRY_BYTES,
 };
 use crate::consumer_offsets::ConsumerOffsets;
-use crate::error::{Result, StoreError};
+use crate::error::{DiskFull, Result, StoreError};
 use crate::event::Event;
 use crate::io::{Clock, Disk};
 use crate::key_index::{
@@ -134,6 +134,9 @@ pub struct Shard<D: Disk, C: Clock> {
     retention: RefCell<RetentionStats>,
     /// Set while one retention step runs (one at a time).
     retaining: Cell<bool>,
+    /// The partition's used ratio while it is above `diskSpaceWarningLevelRatio`: appends
+    /// are refused meanwhile (set and cleared by [`Shard::check_disk_usage`]).
+    disk_full: Cell<Option<f64>>,
     /// The single pre-segment index file is still on disk (removed after the first persist).
     legacy_index: Cell<bool>,
     checkpoint_seq: Cell<u64>,
@@ -328,6 +331,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             served_from: Cell::new(first),
             retention: RefCell::new(RetentionStats::default()),
             retaining: Cell::new(false),
+            disk_full: Cell::new(None),
             legacy_index: Cell::new(legacy_index),
             checkpoint_seq: Cell::new(checkpoint_seq),
             persisting: Cell::new(false),
@@ -363,6 +367,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             let tag_hash = tag_hash_code(find_property(properties, property::TAGS));
             entry_bytes += len + TRAILER_BYTES;
             encoded.push((len, tag_hash, properties));
+        }
+        if let Some(used_ratio) = self.disk_full.get() {
+            return Err(StoreError::DiskFull(DiskFull::AboveWarningLevel {
+                used_ratio,
+                warning_ratio: self.config.retention.warning_ratio,
+            }));
         }
         self.log.reserve(entry_bytes).await?;
         // From here to the last push nothing awaits: positions and queue offsets are assigned

@@ -301,6 +301,62 @@ fn a_full_partition_removes_unexpired_segments_unless_forcible_cleaning_is_off()
 }
 
 #[test]
+fn appends_are_refused_above_the_warning_level_and_resume_once_retention_frees_space() {
+    block_on(async {
+        let disk = SimDisk::new(4, 64 << 20);
+        let clock = SimClock::new(1_000);
+        let shard = open(&disk, &clock).await;
+        // ~300 KB, so the 5 % left below holds a removal's checkpoint and queue-file writes
+        // (the headroom the warning level keeps).
+        let stored = fill(&shard, &clock, "T", 600, 1).await;
+        shard.persist().await.unwrap();
+        assert!(shard.check_disk_usage().await.unwrap() < 0.9);
+        // 95 % full: above diskSpaceWarningLevelRatio (90 %).
+        disk.set_capacity(disk.used_bytes() * 20 / 19);
+        let used = shard.check_disk_usage().await.unwrap();
+        assert!(used > 0.9, "{used}");
+        let refused = shard.append(&message("T", 0, b"late", None, None)).await;
+        match refused {
+            Err(StoreError::DiskFull(ringmq_shards::DiskFull::AboveWarningLevel {
+                used_ratio,
+                ..
+            })) => assert_eq!(used_ratio, used),
+            other => panic!("appended on a full disk: {other:?}"),
+        }
+        let err = refused.unwrap_err().to_string();
+        assert!(err.contains("disk is full"), "{err}");
+        // Reads keep working while it is full.
+        let read = shard
+            .read_queue(QueueReadRequest {
+                topic: "T",
+                queue_id: 0,
+                offset: 0,
+                max_count: 1024,
+                max_bytes: 1 << 20,
+                tag_filter: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(read.records.len(), stored.len() / 2);
+        // Forced retention frees segments until the partition is below the warning level.
+        let mut removed = 0;
+        while shard.check_disk_usage().await.unwrap() > 0.9 {
+            shard
+                .retention_step()
+                .await
+                .unwrap()
+                .expect("a forced removal");
+            removed += 1;
+            assert!(removed < 20, "retention freed no space");
+        }
+        shard
+            .append(&message("T", 0, b"after", None, None))
+            .await
+            .expect("appends resume once the disk is below the warning level");
+    });
+}
+
+#[test]
 fn a_group_with_no_offset_starts_at_zero_only_while_the_first_message_is_in_memory() {
     block_on(async {
         let disk = SimDisk::new(4, 64 << 20);

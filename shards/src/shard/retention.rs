@@ -257,6 +257,9 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     pub async fn run_retention(&self) {
         let config = self.config.retention.clone();
         loop {
+            if let Err(err) = self.check_disk_usage().await {
+                tracing::warn!(shard = self.config.shard_id, %err, "disk usage unknown");
+            }
             let pause = match self.retention_step().await {
                 Ok(Some(_)) => config.removal_interval,
                 Ok(None) => config.check_interval,
@@ -267,6 +270,32 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             };
             self.clock.sleep(pause).await;
         }
+    }
+
+    /// Marks the disk full while the partition is fuller than `diskSpaceWarningLevelRatio`,
+    /// so appends are refused, and clears the mark once it is not (Apache's
+    /// `isSpaceToDelete`); logs each change. Returns the used ratio.
+    pub async fn check_disk_usage(&self) -> Result<f64> {
+        let used_ratio = self.disk.space(&self.config.dir).await?.used_ratio();
+        let warning_ratio = self.config.retention.warning_ratio;
+        let full = used_ratio > warning_ratio;
+        let was_full = self.disk_full.replace(full.then_some(used_ratio)).is_some();
+        let shard = self.config.shard_id;
+        if full && !was_full {
+            tracing::error!(
+                shard,
+                used_ratio,
+                warning_ratio,
+                "disk above diskSpaceWarningLevelRatio: marked full, appends refused"
+            );
+        } else if !full && was_full {
+            tracing::info!(
+                shard,
+                used_ratio,
+                "disk below diskSpaceWarningLevelRatio: appends resume"
+            );
+        }
+        Ok(used_ratio)
     }
 
     pub fn retention_stats(&self) -> RetentionStats {
