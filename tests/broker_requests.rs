@@ -181,7 +181,7 @@ fn batch_sends_store_each_message_with_consecutive_offsets() {
         encode_batch(&entries, &mut body).unwrap();
         let mut request = send("TB", 2, b"", &[]);
         request.code = code::SEND_BATCH_MESSAGE;
-        request.ext_fields.insert("m".into(), "true".into());
+        request.ext_fields.insert("m", "true");
         request.body = body.freeze();
         let resp = call(&client, request).await;
         assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
@@ -312,14 +312,12 @@ fn bad_requests_get_error_responses_and_the_connection_survives() {
             response::SYSTEM_ERROR
         );
         let mut missing_header = RemotingCommand::request(code::SEND_MESSAGE_V2);
-        missing_header.ext_fields.insert("b".into(), "T".into());
+        missing_header.ext_fields.insert("b", "T");
         let resp = call(&client, missing_header).await;
         assert_eq!(resp.code, response::SYSTEM_ERROR);
         assert!(resp.remark.unwrap().contains("is null"));
         let mut wrong_type = pull(GROUP, "T", 0, 0, Some("*"), 0);
-        wrong_type
-            .ext_fields
-            .insert("queueOffset".into(), "not-a-number".into());
+        wrong_type.ext_fields.insert("queueOffset", "not-a-number");
         assert_eq!(call(&client, wrong_type).await.code, response::SYSTEM_ERROR);
         let unknown = call(&client, RemotingCommand::request(9999)).await;
         assert_eq!(unknown.code, response::REQUEST_CODE_NOT_SUPPORTED);

@@ -103,7 +103,7 @@ fn route_body_style_follows_the_client_version() {
         let go = call(&client, route_request("T", 317)).await;
         assert_eq!(String::from_utf8_lossy(&go.body), legacy);
         let mut asks_standard = route_request("T", 317);
-        asks_standard.ext_fields.insert("acceptStandardJsonOnly".into(), "true".into());
+        asks_standard.ext_fields.insert("acceptStandardJsonOnly", "true");
         assert_eq!(String::from_utf8_lossy(&call(&client, asks_standard).await.body), standard);
         // Both forms decode to the same route with the lenient reader.
         let a: TopicRouteData = body::decode(&java_5.body).unwrap();
@@ -187,9 +187,7 @@ fn bad_crc_unusable_headers_and_unknown_codes_get_error_responses_on_a_live_conn
         let conn = connect(&ns).await;
         let broker = Broker::master("broker-a", "127.0.0.1:10911", &[("T", 4), ("TBW102", 8)]);
         let mut bad_crc = broker.register_request();
-        bad_crc
-            .ext_fields
-            .insert("bodyCrc32".into(), "12345".into());
+        bad_crc.ext_fields.insert("bodyCrc32", "12345");
         let resp = call(&conn, bad_crc).await;
         assert_eq!(
             (resp.code, resp.remark.as_deref()),
@@ -207,7 +205,7 @@ fn bad_crc_unusable_headers_and_unknown_codes_get_error_responses_on_a_live_conn
         );
 
         let mut bad_body = broker.register_request().with_body(&b"{not json"[..]);
-        bad_body.ext_fields.insert("bodyCrc32".into(), "0".into());
+        bad_body.ext_fields.insert("bodyCrc32", "0");
         let resp = call(&conn, bad_body).await;
         assert_eq!(resp.code, response::SYSTEM_ERROR);
         assert!(resp.remark.unwrap().starts_with("malformed body"));
@@ -480,7 +478,7 @@ fn a_sparse_body_with_numbers_as_strings_and_enums_as_ordinals_registers() {
             "topicConfigTable":{"S":{"topicName":"S","perm":"6","readQueueNums":"2","writeQueueNums":"2","topicFilterType":0},
                                 "R":{"topicName":"R"}}}}"#;
         let mut req = Broker::master("broker-a", "127.0.0.1:10911", &[]).register_request().with_body(&sparse[..]);
-        req.ext_fields.insert("bodyCrc32".into(), "0".into());
+        req.ext_fields.insert("bodyCrc32", "0");
         assert_eq!(call(&conn, req).await.code, response::SUCCESS);
         let route: TopicRouteData = body::decode(&call(&conn, route_request("S", 479)).await.body).unwrap();
         let queue = &route.queue_datas[0];

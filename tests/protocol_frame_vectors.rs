@@ -80,7 +80,7 @@ fn v2_rocketmq_send_response() {
     req.serialize_type = SerializeType::RocketMq;
     let mut resp = RemotingCommand::response_to(&req, response::SUCCESS, None);
     for (key, value) in send_response_fields() {
-        resp.ext_fields.insert(key.into(), value.into());
+        resp.ext_fields.insert(key.to_string(), value.to_string());
     }
     assert_eq!(encode(&resp), frame);
 }

@@ -168,7 +168,7 @@ fn json_strings_are_escaped_byte_for_byte_as_fastjson_does() {
     let mut request = RemotingCommand::request(0);
     request.opaque = 3;
     let mut response = RemotingCommand::response_to(&request, 1, Some(all.clone()));
-    response.ext_fields.insert("k\u{1}".into(), all);
+    response.ext_fields.insert("k\u{1}", all);
 
     let theirs = java("escapes_response");
     let mut ours = BytesMut::new();

@@ -38,7 +38,7 @@ fn command() -> impl Strategy<Value = RemotingCommand> {
                 opaque,
                 flag,
                 remark,
-                ext_fields: ext,
+                ext_fields: ext.into_iter().collect(),
                 serialize_type: st,
                 body: Bytes::from(body),
             },

@@ -28,6 +28,7 @@ use crate::error::{Result, StoreError};
 use crate::event::Event;
 use crate::io::{align_down, align_up, Clock, Disk, DiskFile};
 use crate::offset::segment_file_name;
+use crate::read_cache::ReadCache;
 use crate::record::{RecordError, MAGIC_BLANK};
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
@@ -37,8 +38,10 @@ use std::rc::Rc;
 
 /// Bytes of the integrity trailer after each record.
 pub const TRAILER_BYTES: usize = 4;
-/// Most bytes one coalesced cold read spans: a catch-up read of a queue interleaved with
-/// others costs one 256 KiB I/O instead of one I/O per record.
+/// A cold read reads the aligned span of this many bytes that holds its record (more when the
+/// record crosses the span's end) and keeps it in the [`ReadCache`]: a catch-up read of a
+/// queue interleaved with others costs one 256 KiB I/O for the records of every queue in it,
+/// instead of one I/O per record or one per queue.
 pub const COLD_READ_SPAN_BYTES_MAX: usize = 256 << 10;
 /// Size of the blocks appended records are cut from; a block is freed when its last record
 /// leaves the hot tail.
@@ -121,6 +124,8 @@ struct State<F> {
     durable_waiters: VecDeque<(u64, Rc<Event>)>,
     flush_count: u64,
     flush_bytes: u64,
+    /// Cold reads that went to the disk (one span each).
+    cold_span_reads: u64,
 }
 
 /// Counters for benchmarks and operators.
@@ -129,6 +134,9 @@ pub struct LogStats {
     pub flush_count: u64,
     pub flush_bytes: u64,
     pub hot_bytes: usize,
+    /// Cold reads served by a disk read of their span, and by a span read before.
+    pub cold_span_reads: u64,
+    pub cold_cache_hits: u64,
 }
 
 /// One shard's commit log.
@@ -138,6 +146,8 @@ pub struct CommitLog<D: Disk> {
     config: LogConfig,
     entry_bytes_max: usize,
     state: RefCell<State<D::File>>,
+    /// Cold spans read lately (owned here; see `read_cache`).
+    cold: RefCell<ReadCache>,
     arena: RefCell<BytesMut>,
     /// Notified when a flush or a segment roll ends (successful or not).
     progress: Event,
@@ -195,6 +205,7 @@ impl<D: Disk> CommitLog<D> {
             dir,
             config,
             entry_bytes_max,
+            cold: RefCell::default(),
             state: RefCell::new(State {
                 write_pos: end.local,
                 chain: end.chain,
@@ -217,6 +228,7 @@ impl<D: Disk> CommitLog<D> {
                 durable_waiters: VecDeque::new(),
                 flush_count: 0,
                 flush_bytes: 0,
+                cold_span_reads: 0,
             }),
             arena: RefCell::new(BytesMut::new()),
             progress: Event::default(),
@@ -689,47 +701,52 @@ impl<D: Disk> CommitLog<D> {
     }
 
     /// Reads records given as ascending `(local offset, length)`: hot ones from memory, cold
-    /// ones with one read per span of at most [`COLD_READ_SPAN_BYTES_MAX`] (records of other
-    /// queues in between are read and dropped: cheaper than one I/O per record).
+    /// ones from a cached span or with one read of their span (records of other queues in it
+    /// are kept for their own pulls: cheaper than one I/O per record or per queue).
     pub async fn read_records(&self, items: &[(u64, usize)]) -> Result<Vec<Bytes>> {
         let mut out = Vec::with_capacity(items.len());
-        let mut i = 0;
-        while i < items.len() {
-            let (start, len) = items[i];
+        for &(start, len) in items {
             if let Some(bytes) = self.read_hot(start, len) {
                 out.push(bytes);
-                i += 1;
                 continue;
             }
-            let segment = self.segment_start(start);
-            let mut end = start + len as u64;
-            let mut j = i + 1;
-            while let Some(&(local, len)) = items.get(j) {
-                let next_end = local + len as u64;
-                if local < end
-                    || self.segment_start(local) != segment
-                    || next_end - start > COLD_READ_SPAN_BYTES_MAX as u64
-                    || self.read_hot(local, len).is_some()
-                {
-                    break;
-                }
-                end = next_end;
-                j += 1;
-            }
-            let file = self.file(segment).await?;
-            let span = file
-                .read_at(start - segment, (end - start) as usize)
-                .await?;
-            if span.len() as u64 != end - start {
-                return Err(StoreError::NoSuchRecord(start as i64));
-            }
-            for &(local, len) in &items[i..j] {
-                let at = (local - start) as usize;
-                out.push(span.slice(at..at + len));
-            }
-            i = j;
+            let cached = self.cold.borrow_mut().get(start, len);
+            let bytes = match cached {
+                Some(bytes) => bytes,
+                None => self.read_span(start, len).await?,
+            };
+            out.push(bytes);
         }
         Ok(out)
+    }
+
+    /// Reads the aligned span holding the `len` bytes at `start` (up to the written end and
+    /// the segment's end), keeps it in the cache and returns those bytes.
+    async fn read_span(&self, start: u64, len: usize) -> Result<Bytes> {
+        let end = start + len as u64;
+        let segment = self.segment_start(start);
+        let written = self.state.borrow().written;
+        if end > written || end > segment + self.config.segment_bytes {
+            return Err(StoreError::NoSuchRecord(start as i64));
+        }
+        let span_bytes = COLD_READ_SPAN_BYTES_MAX as u64;
+        let span_start = start - (start - segment) % span_bytes;
+        let span_end = (span_start + span_bytes)
+            .max(end)
+            .min(segment + self.config.segment_bytes)
+            .min(written);
+        let file = self.file(segment).await?;
+        let span = file
+            .read_at(span_start - segment, (span_end - span_start) as usize)
+            .await?;
+        if (span.len() as u64) < end - span_start {
+            return Err(StoreError::NoSuchRecord(start as i64));
+        }
+        let at = (start - span_start) as usize;
+        let bytes = span.slice(at..at + len);
+        self.state.borrow_mut().cold_span_reads += 1;
+        self.cold.borrow_mut().insert(span_start, span);
+        Ok(bytes)
     }
 
     /// ASYNC_FLUSH's flusher, a loop rather than a per-message timer: once bytes are
@@ -853,6 +870,8 @@ impl<D: Disk> CommitLog<D> {
             flush_count: st.flush_count,
             flush_bytes: st.flush_bytes,
             hot_bytes: st.hot_bytes,
+            cold_span_reads: st.cold_span_reads,
+            cold_cache_hits: self.cold.borrow().hits(),
         }
     }
 }

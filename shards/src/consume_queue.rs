@@ -12,7 +12,8 @@ use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
 use crate::event::Event;
 use crate::offset::PhysicalOffset;
-use std::collections::{HashMap, VecDeque};
+use crate::FastMap;
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 /// Bytes of one persisted entry (RocketMQ's `CQ_STORE_UNIT_SIZE`).
@@ -117,13 +118,13 @@ impl<F> ConsumeQueue<F> {
 /// The shard's queues by topic, then queue id: looked up by `&str` without allocating (a
 /// `(String, i32)` key would cost an allocation per append).
 pub struct QueueMap<F> {
-    topics: HashMap<String, HashMap<i32, ConsumeQueue<F>>>,
+    topics: FastMap<String, FastMap<i32, ConsumeQueue<F>>>,
 }
 
 impl<F> Default for QueueMap<F> {
     fn default() -> Self {
         Self {
-            topics: HashMap::new(),
+            topics: FastMap::default(),
         }
     }
 }
@@ -140,7 +141,7 @@ impl<F> QueueMap<F> {
     /// The queue, created empty if it did not exist.
     pub fn get_or_create(&mut self, topic: &str, queue_id: i32) -> &mut ConsumeQueue<F> {
         if !self.topics.contains_key(topic) {
-            self.topics.insert(topic.to_owned(), HashMap::new());
+            self.topics.insert(topic.to_owned(), FastMap::default());
         }
         let queues = self.topics.get_mut(topic).expect("inserted above");
         queues.entry(queue_id).or_default()

@@ -3,7 +3,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::meta_file::{MetaReader, MetaWriter};
-use std::collections::HashMap;
+use crate::FastMap;
 
 /// Most (group, topic, queue) offsets one shard keeps: 1 M entries ≈ 100 MiB, far beyond a
 /// real deployment's group × queue count, and it bounds the persisted file.
@@ -14,7 +14,7 @@ type OffsetKey = (String, String, i32);
 /// Owned by one shard.
 #[derive(Default)]
 pub struct ConsumerOffsets {
-    map: HashMap<OffsetKey, i64>,
+    map: FastMap<OffsetKey, i64>,
     /// Sequence number of the last persisted copy.
     pub seq: u64,
     /// Bumped by every change.
@@ -95,7 +95,8 @@ impl ConsumerOffsets {
     pub fn decode(seq: u64, payload: &[u8]) -> Result<Self> {
         let mut r = MetaReader::new(payload, "consumer offsets");
         let count = r.u32()? as usize;
-        let mut map = HashMap::with_capacity(count.min(CONSUMER_OFFSETS_MAX));
+        let mut map =
+            FastMap::with_capacity_and_hasher(count.min(CONSUMER_OFFSETS_MAX), Default::default());
         for _ in 0..count {
             let key = (r.str()?, r.str()?, r.u32()? as i32);
             map.insert(key, r.u64()? as i64);

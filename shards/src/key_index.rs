@@ -13,8 +13,9 @@ use crate::error::{Result, StoreError};
 use crate::io::Disk;
 use crate::offset::segment_file_name;
 use crate::record::{find_property, property};
+use crate::FastMap;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -61,7 +62,7 @@ impl<F> Default for IndexFile<F> {
 
 /// Owned by one shard.
 pub struct KeyIndex<F> {
-    map: HashMap<Rc<str>, VecDeque<KeyHit>>,
+    map: FastMap<Rc<str>, VecDeque<KeyHit>>,
     /// The key of every held hit, oldest first (hits are added in log order), so the hit at
     /// the front of `order` is the front of its key's list: what trimming walks.
     order: VecDeque<Rc<str>>,
@@ -87,7 +88,7 @@ pub fn index_file_path(dir: &Path, start: u64) -> PathBuf {
 impl<F> KeyIndex<F> {
     pub fn new(entries_max: usize, segment_bytes: u64) -> Self {
         Self {
-            map: HashMap::new(),
+            map: FastMap::default(),
             order: VecDeque::new(),
             entries_max,
             segment_bytes,

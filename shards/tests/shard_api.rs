@@ -411,3 +411,65 @@ fn refuses_a_directory_of_another_shard_or_segment_size() {
         assert_eq!(shard.max_offset("T", 0), 1, "nothing was truncated");
     });
 }
+
+/// A catch-up of queues interleaved in the log, as the bench's consumers read a backlog: each
+/// aligned span of the cold log is read from the disk once for the pulls of every queue in
+/// it, and every record comes back byte for byte.
+#[test]
+fn catch_up_pulls_of_interleaved_queues_read_each_cold_span_once() {
+    block_on(async {
+        const QUEUES: i32 = 8;
+        const PER_QUEUE: i64 = 200;
+        let disk = SimDisk::new(5, 256 << 20);
+        let clock = SimClock::new(1_000);
+        let shard = open(&disk, &clock, FlushMode::SyncFlush, 64 << 20).await;
+        for i in 0..PER_QUEUE {
+            let batch: Vec<_> = (0..QUEUES)
+                .map(|q| {
+                    message(
+                        "T",
+                        q,
+                        format!("{q}-{i:04}-{}", "x".repeat(1000)).as_bytes(),
+                        None,
+                        None,
+                    )
+                })
+                .collect();
+            shard.append_batch(&batch).await.unwrap();
+        }
+        let log_bytes = shard.log_end();
+        let mut offsets = [0i64; QUEUES as usize];
+        while offsets.iter().any(|&o| o < PER_QUEUE) {
+            for q in 0..QUEUES {
+                let read = shard
+                    .read_queue(ringmq_shards::QueueReadRequest {
+                        topic: "T",
+                        queue_id: q,
+                        offset: offsets[q as usize],
+                        max_count: 32,
+                        max_bytes: usize::MAX,
+                        tag_filter: None,
+                    })
+                    .await
+                    .unwrap();
+                for (k, record) in read.records.iter().enumerate() {
+                    let view = RecordView::parse(record.clone()).unwrap();
+                    let i = offsets[q as usize] + k as i64;
+                    assert!(view.body().starts_with(format!("{q}-{i:04}-").as_bytes()));
+                }
+                offsets[q as usize] = read.next_offset;
+            }
+        }
+        let stats = shard.log_stats();
+        let spans = log_bytes.div_ceil(256 << 10);
+        assert!(
+            stats.cold_span_reads <= 2 * spans,
+            "{} span reads for {spans} spans of log",
+            stats.cold_span_reads
+        );
+        assert!(
+            stats.cold_cache_hits > stats.cold_span_reads * 4,
+            "{stats:?}"
+        );
+    });
+}

@@ -144,7 +144,7 @@ fn a_client_with_credentials_signs_what_goes_on_the_wire() {
         let addr = start_server();
         let check = || {
             let mut req = RemotingCommand::request(CHECK_SIGNATURE).with_body(&b"body"[..]);
-            req.ext_fields.insert("topic".into(), "TopicTest".into());
+            req.ext_fields.insert("topic", "TopicTest");
             req
         };
         let plain = RemotingClient::connect(&addr).await.unwrap();

@@ -2,7 +2,6 @@
 
 use super::*;
 use proptest::prelude::*;
-use std::collections::HashMap;
 
 const CODES: [i32; 17] = [
     request::PUT_KV_CONFIG,
@@ -83,7 +82,7 @@ fn request_strategy() -> impl Strategy<Value = RemotingCommand> {
             req.ext_fields = fields
                 .into_iter()
                 .map(|(k, v)| (KEYS[k].to_owned(), VALUES[v].to_owned()))
-                .collect::<HashMap<_, _>>();
+                .collect();
             req.version = version;
             req.opaque = opaque;
             req

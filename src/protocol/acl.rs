@@ -24,23 +24,23 @@ pub struct Credentials {
 /// the other extFields and the body.
 pub fn sign(request: &mut RemotingCommand, credentials: &Credentials) {
     let ext = &mut request.ext_fields;
-    ext.insert(ACCESS_KEY.to_owned(), credentials.access_key.clone());
+    ext.insert(ACCESS_KEY, credentials.access_key.clone());
     if let Some(token) = &credentials.security_token {
-        ext.insert(SECURITY_TOKEN.to_owned(), token.clone());
+        ext.insert(SECURITY_TOKEN, token.clone());
     }
     let signature = signature(&credentials.secret_key, ext, &request.body);
-    request.ext_fields.insert(SIGNATURE.to_owned(), signature);
+    request.ext_fields.insert(SIGNATURE, signature);
 }
 
 /// `Base64(HmacSHA1(secret, values of ext except Signature in key order ‖ body))`. Keys are
 /// ordered as Java's `TreeMap<String, String>` orders them: by UTF-16 code units.
 pub fn signature(secret_key: &str, ext: &ExtFields, body: &[u8]) -> String {
-    let mut keys: Vec<&String> = ext.keys().filter(|key| *key != SIGNATURE).collect();
-    keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+    let mut fields: Vec<(&str, &str)> = ext.iter().filter(|(key, _)| *key != SIGNATURE).collect();
+    fields.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
     let mut mac = Hmac::<Sha1>::new_from_slice(secret_key.as_bytes())
         .expect("HMAC takes a key of any length");
-    for key in keys {
-        mac.update(ext[key].as_bytes());
+    for (_, value) in fields {
+        mac.update(value.as_bytes());
     }
     mac.update(body);
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())

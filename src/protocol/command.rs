@@ -1,14 +1,10 @@
 //! `RemotingCommand`: one request or response of the remoting protocol, independent of how its
 //! header was serialized on the wire (REMOTING.md §1.3). Framing lives in `frame.rs`.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 
+pub use super::ext_fields::{ExtFields, Text};
 use super::header::{CommandHeader, HeaderError};
-
-/// The "custom header" fields of a command: Java field name → value text (REMOTING.md §1.9).
-pub type ExtFields = HashMap<String, String>;
 
 /// ExtFields from literal pairs (tests, hand-built requests).
 pub fn ext_fields(pairs: &[(&str, &str)]) -> ExtFields {
@@ -191,7 +187,7 @@ impl RemotingCommand {
     }
 
     pub fn ext(&self, key: &str) -> Option<&str> {
-        self.ext_fields.get(key).map(String::as_str)
+        self.ext_fields.get(key)
     }
 }
 

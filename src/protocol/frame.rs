@@ -3,9 +3,11 @@
 //! RocketMQ's binary form (`rocketmq.rs`), chosen per frame by the type byte, so both are
 //! decoded on every frame.
 //!
-//! Cost per frame: decoding parses the header into an owned map (a JSON send header is ~250
-//! bytes and ~15 small allocations); [`split_frame`] leaves the body in the read buffer, while
-//! [`decode_frame`] copies it once. Encoding writes the header into the caller's buffer;
+//! Cost per frame: decoding parses the header into [`ExtFields`](super::ext_fields::ExtFields)
+//! whose keys and values are slices of the frame (a JSON send header, ~250 bytes, costs one
+//! vector and its unescaped properties string; a binary one just the vector);
+//! [`split_frame`] leaves the header and body in the read buffer, while [`decode_frame`]
+//! copies the frame once. Encoding writes the header into the caller's buffer;
 //! [`encode_frame`] copies the body after it, while a caller of [`encode_frame_head`] sends the
 //! body from where it is (the connection writer gathers a pull's records that way).
 
@@ -62,23 +64,23 @@ pub enum FrameError {
 ///
 /// Ok(None) = need more bytes; Ok(Some((cmd, consumed))) = one frame; Err = close the connection.
 /// An oversized frame is refused as soon as its length prefix is read, before its bytes arrive.
-/// The body is copied out of `buf`; [`split_frame`] shares it instead.
+/// The frame is copied out of `buf`; [`split_frame`] shares it instead.
 pub fn decode_frame(buf: &[u8]) -> Result<Option<(RemotingCommand, usize)>, FrameError> {
     let Some(frame_bytes) = frame_len(buf)? else {
         return Ok(None);
     };
-    let command = decode_complete(&buf[..frame_bytes], Bytes::copy_from_slice)?;
+    let command = decode_complete(Bytes::copy_from_slice(&buf[..frame_bytes]))?;
     Ok(Some((command, frame_bytes)))
 }
 
 /// Like [`decode_frame`], but takes the frame off the front of `buf` and shares its bytes: the
-/// body is a slice of the read buffer, so a message body reaches the store without a copy.
+/// body and the header's keys and values (those needing no unescaping) are slices of the read
+/// buffer, so a message body reaches the store without a copy.
 pub fn split_frame(buf: &mut BytesMut) -> Result<Option<RemotingCommand>, FrameError> {
     let Some(frame_bytes) = frame_len(buf)? else {
         return Ok(None);
     };
-    let frame = buf.split_to(frame_bytes).freeze();
-    decode_complete(&frame, |body| frame.slice_ref(body)).map(Some)
+    decode_complete(buf.split_to(frame_bytes).freeze()).map(Some)
 }
 
 /// The size of the frame at the start of `buf`, length prefix included, as soon as that prefix
@@ -104,11 +106,8 @@ fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
     Ok(frame_bytes(buf)?.filter(|&frame_bytes| buf.len() >= frame_bytes))
 }
 
-/// Decodes one whole frame; `body_of` turns the body's bytes into the command's `Bytes`.
-fn decode_complete(
-    frame: &[u8],
-    body_of: impl FnOnce(&[u8]) -> Bytes,
-) -> Result<RemotingCommand, FrameError> {
+/// Decodes one whole frame; the command's texts and body share its bytes.
+fn decode_complete(frame: Bytes) -> Result<RemotingCommand, FrameError> {
     let type_byte = frame[4];
     let header_bytes = u32::from_be_bytes([0, frame[5], frame[6], frame[7]]) as usize;
     let serialize_type =
@@ -124,8 +123,8 @@ fn decode_complete(
         });
     }
     let header_end = FRAME_PREFIX_BYTES + header_bytes;
-    let header = &frame[FRAME_PREFIX_BYTES..header_end];
-    let body = body_of(&frame[header_end..]);
+    let header = frame.slice(FRAME_PREFIX_BYTES..header_end);
+    let body = frame.slice(header_end..);
     match serialize_type {
         SerializeType::Json => json::decode(header, body),
         SerializeType::RocketMq => rocketmq::decode(header, body),

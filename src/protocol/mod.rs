@@ -5,6 +5,7 @@ pub mod acl;
 pub mod body;
 pub mod codes;
 pub mod command;
+pub mod ext_fields;
 pub mod fastjson;
 pub mod frame;
 pub mod header;

@@ -7,23 +7,27 @@ use std::fmt;
 use std::io::Write;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::FrameError;
-use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType, Text};
 
 /// Decodes the header in one pass over the text, straight into the command's fields: no
 /// intermediate JSON tree (every send request goes through here). Values are taken as
 /// [`Scalar`]s first and checked against their field afterwards, so a wrong type is reported
-/// with the field's name.
-pub(super) fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, FrameError> {
+/// with the field's name. extFields keys and string values without escapes are slices of
+/// `header` (no allocation); only escaped strings (a message's properties, whose separators
+/// Java writes as `\u0001`) and unquoted numbers become owned strings.
+pub(super) fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, FrameError> {
     let first = header.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| *b != b'{') {
         return Err(FrameError::JsonNotObject);
     }
-    let mut de = serde_json::Deserializer::from_slice(header);
-    let fields = de.deserialize_map(HeaderVisitor)?;
+    let mut de = serde_json::Deserializer::from_slice(&header);
+    let fields = de.deserialize_map(HeaderVisitor { header: &header })?;
     de.end()?;
     Ok(RemotingCommand {
         code: int_field(fields.code, "code")?,
@@ -36,9 +40,9 @@ pub(super) fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, Fram
             other => Some(other.into_text().ok_or(FrameError::JsonField("remark"))?),
         },
         ext_fields: match fields.ext_fields {
-            Scalar::Null => ExtFields::new(),
-            Scalar::Object(ext) => ext,
-            _ => return Err(FrameError::JsonField("extFields")),
+            ExtValue::Absent => ExtFields::new(),
+            ExtValue::Object(ext) => ext,
+            ExtValue::Invalid => return Err(FrameError::JsonField("extFields")),
         },
         serialize_type: SerializeType::Json,
         body,
@@ -78,12 +82,24 @@ struct HeaderFields {
     opaque: Scalar,
     flag: Scalar,
     remark: Scalar,
-    ext_fields: Scalar,
+    ext_fields: ExtValue,
 }
 
-struct HeaderVisitor;
+/// The header's `extFields` value.
+enum ExtValue {
+    /// Missing or null.
+    Absent,
+    Object(ExtFields),
+    /// Not an object.
+    Invalid,
+}
 
-impl<'de> Visitor<'de> for HeaderVisitor {
+struct HeaderVisitor<'h> {
+    /// The header's bytes, which the texts of `extFields` are slices of.
+    header: &'h Bytes,
+}
+
+impl<'de> Visitor<'de> for HeaderVisitor<'_> {
     type Value = HeaderFields;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -98,7 +114,7 @@ impl<'de> Visitor<'de> for HeaderVisitor {
             opaque: Scalar::Null,
             flag: Scalar::Null,
             remark: Scalar::Null,
-            ext_fields: Scalar::Null,
+            ext_fields: ExtValue::Absent,
         };
         while let Some(key) = map.next_key::<Key>()? {
             let slot = match key {
@@ -108,7 +124,13 @@ impl<'de> Visitor<'de> for HeaderVisitor {
                 Key::Opaque => &mut fields.opaque,
                 Key::Flag => &mut fields.flag,
                 Key::Remark => &mut fields.remark,
-                Key::ExtFields => &mut fields.ext_fields,
+                Key::ExtFields => {
+                    let seed = ExtFieldsSeed {
+                        header: self.header,
+                    };
+                    fields.ext_fields = map.next_value_seed(seed)?;
+                    continue;
+                }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                     continue;
@@ -169,9 +191,8 @@ enum Scalar {
     OtherNumber(String),
     Text(String),
     Bool(bool),
-    /// An object, its values made strings as for `extFields`.
-    Object(ExtFields),
-    Array,
+    /// An object or an array: no header field but `extFields` may hold one.
+    Nested,
 }
 
 impl Scalar {
@@ -181,7 +202,7 @@ impl Scalar {
             Scalar::Int(n) => Some(n.to_string()),
             Scalar::OtherNumber(text) | Scalar::Text(text) => Some(text),
             Scalar::Bool(b) => Some(b.to_string()),
-            Scalar::Null | Scalar::Object(_) | Scalar::Array => None,
+            Scalar::Null | Scalar::Nested => None,
         }
     }
 }
@@ -222,25 +243,119 @@ impl<'de> Visitor<'de> for ScalarVisitor {
         Ok(Scalar::Text(s))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scalar, A::Error> {
-        IgnoredAny.visit_seq(seq).map(|_| Scalar::Array)
+        IgnoredAny.visit_seq(seq).map(|_| Scalar::Nested)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Scalar, A::Error> {
+        IgnoredAny.visit_map(map).map(|_| Scalar::Nested)
+    }
+}
+
+/// Reads `extFields`: null, or an object whose keys and values become [`Text`]s.
+struct ExtFieldsSeed<'h> {
+    header: &'h Bytes,
+}
+
+impl<'de> DeserializeSeed<'de> for ExtFieldsSeed<'_> {
+    type Value = ExtValue;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ExtValue, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ExtFieldsSeed<'_> {
+    type Value = ExtValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an extFields object")
+    }
+    fn visit_unit<E>(self) -> Result<ExtValue, E> {
+        Ok(ExtValue::Absent)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<ExtValue, E> {
+        Ok(ExtValue::Invalid)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<ExtValue, E> {
+        Ok(ExtValue::Invalid)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<ExtValue, E> {
+        Ok(ExtValue::Invalid)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<ExtValue, E> {
+        Ok(ExtValue::Invalid)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<ExtValue, E> {
+        Ok(ExtValue::Invalid)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ExtValue, A::Error> {
+        IgnoredAny.visit_seq(seq).map(|_| ExtValue::Invalid)
     }
     /// Values become strings: numbers and booleans their JSON text (the C++ client sends
     /// `"queueId":1`), nested values their JSON text; a null value is dropped, as the Java
     /// decoder treats a null field as absent.
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtValue, A::Error> {
+        let header = self.header;
         let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
-        while let Some((key, value)) = map.next_entry::<String, Value>()? {
-            match value {
-                Value::Null => {}
-                Value::String(text) => {
-                    ext.insert(key, text);
-                }
-                other => {
-                    ext.insert(key, other.to_string());
-                }
+        while let Some(key) = map.next_key_seed(TextSeed { header })? {
+            if let Some(value) = map.next_value_seed(TextSeed { header })? {
+                ext.insert(key.expect("a JSON key is a string"), value);
             }
         }
-        Ok(Scalar::Object(ext))
+        Ok(ExtValue::Object(ext))
+    }
+}
+
+/// One extFields key or value as [`Text`]: a slice of the header when the parser could lend
+/// it (no escapes), else owned; `None` for null.
+struct TextSeed<'h> {
+    header: &'h Bytes,
+}
+
+impl<'de> DeserializeSeed<'de> for TextSeed<'_> {
+    type Value = Option<Text>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Text>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextSeed<'_> {
+    type Value = Option<Text>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an extFields key or value")
+    }
+    fn visit_unit<E>(self) -> Result<Option<Text>, E> {
+        Ok(None)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Option<Text>, E> {
+        Ok(Some(b.to_string().into()))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Option<Text>, E> {
+        Ok(Some(n.to_string().into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Option<Text>, E> {
+        Ok(Some(n.to_string().into()))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Option<Text>, E> {
+        Ok(Some(Value::from(n).to_string().into()))
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Option<Text>, E> {
+        Ok(Some(Text::borrowed_from(self.header, s)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Option<Text>, E> {
+        Ok(Some(s.to_owned().into()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Option<Text>, E> {
+        Ok(Some(s.into()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Text>, A::Error> {
+        let nested = Value::deserialize(SeqAccessDeserializer::new(seq))?;
+        Ok(Some(nested.to_string().into()))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<Text>, A::Error> {
+        let nested = Value::deserialize(MapAccessDeserializer::new(map))?;
+        Ok(Some(nested.to_string().into()))
     }
 }
 
@@ -254,10 +369,8 @@ pub(super) fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
 fn write_header(cmd: &RemotingCommand, w: &mut impl Write) -> std::io::Result<()> {
     write!(w, "{{\"code\":{}", cmd.code)?;
     if !cmd.ext_fields.is_empty() {
-        let mut entries: Vec<(&String, &String)> = cmd.ext_fields.iter().collect();
-        entries.sort_unstable();
         w.write_all(b",\"extFields\":{")?;
-        for (i, (key, value)) in entries.into_iter().enumerate() {
+        for (i, (key, value)) in cmd.ext_fields.sorted().into_iter().enumerate() {
             if i > 0 {
                 w.write_all(b",")?;
             }

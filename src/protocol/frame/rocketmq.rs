@@ -8,7 +8,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::FrameError;
-use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType, Text};
 
 /// Bytes of the fixed fields: code, language, version, opaque, flag, remark and map lengths.
 const FIXED_BYTES: usize = 21;
@@ -19,12 +19,16 @@ pub(super) fn fits(cmd: &RemotingCommand) -> bool {
     let short = |n: usize| n <= i16::MAX as usize;
     i16::try_from(cmd.code).is_ok()
         && i16::try_from(cmd.version).is_ok()
-        && cmd.ext_fields.keys().all(|k| short(k.len()))
+        && cmd.ext_fields.iter().all(|(k, _)| short(k.len()))
 }
 
-pub(super) fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, FrameError> {
+pub(super) fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, FrameError> {
     let limit = header.len();
-    let mut r = Reader { rest: header };
+    let mut r = Reader {
+        header: &header,
+        at: 0,
+        end: limit,
+    };
     let code = r.take::<2>("code").map(i16::from_be_bytes)? as i32;
     let language = LanguageCode::from_code(r.take::<1>("language")?[0]);
     let version = r.take::<2>("version").map(i16::from_be_bytes)? as i32;
@@ -33,15 +37,19 @@ pub(super) fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, Fram
     let remark_len = r.take::<4>("remarkLen").map(i32::from_be_bytes)?;
     let remark = match remark_len {
         len if len <= 0 => None,
-        len => Some(r.text("remark", len as i64, limit)?),
+        len => Some(r.text("remark", len as i64, limit)?.into_string()),
     };
     let ext_len = r.take::<4>("extLen").map(i32::from_be_bytes)?;
     let mut ext_fields = ExtFields::new();
     if ext_len > 0 {
         let ext_len = checked_len("extLen", ext_len as i64, limit)?;
-        let map = r.bytes("ext", ext_len)?;
-        let mut m = Reader { rest: map };
-        while !m.rest.is_empty() {
+        let (start, _) = r.span("ext", ext_len)?;
+        let mut m = Reader {
+            header: &header,
+            at: start,
+            end: start + ext_len,
+        };
+        while m.at < m.end {
             let key_len = m.take::<2>("keyLen").map(i16::from_be_bytes)?;
             let key = m.text("key", key_len as i64, limit)?;
             let value_len = m.take::<4>("valLen").map(i32::from_be_bytes)?;
@@ -71,29 +79,35 @@ fn checked_len(field: &'static str, len: i64, limit: usize) -> Result<usize, Fra
     Ok(len as usize)
 }
 
-/// A cursor over header bytes whose every read is bounds-checked.
+/// A cursor over `header[at..end]` whose every read is bounds-checked; texts are slices of
+/// the header, not copies.
 struct Reader<'a> {
-    rest: &'a [u8],
+    header: &'a Bytes,
+    at: usize,
+    end: usize,
 }
 
-impl<'a> Reader<'a> {
-    fn bytes(&mut self, field: &'static str, n: usize) -> Result<&'a [u8], FrameError> {
-        if self.rest.len() < n {
+impl Reader<'_> {
+    /// The next `n` bytes as a range of the header.
+    fn span(&mut self, field: &'static str, n: usize) -> Result<(usize, usize), FrameError> {
+        if self.end - self.at < n {
             return Err(FrameError::BinaryTruncated(field));
         }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
+        let start = self.at;
+        self.at += n;
+        Ok((start, self.at))
     }
 
     fn take<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], FrameError> {
-        Ok(self.bytes(field, N)?.try_into().expect("N bytes"))
+        let (start, end) = self.span(field, N)?;
+        Ok(self.header[start..end].try_into().expect("N bytes"))
     }
 
     /// A length-prefixed string; invalid UTF-8 is replaced, as Java's `new String(bytes, UTF_8)`.
-    fn text(&mut self, field: &'static str, len: i64, limit: usize) -> Result<String, FrameError> {
+    fn text(&mut self, field: &'static str, len: i64, limit: usize) -> Result<Text, FrameError> {
         let len = checked_len(field, len, limit)?;
-        Ok(String::from_utf8_lossy(self.bytes(field, len)?).into_owned())
+        let (start, end) = self.span(field, len)?;
+        Ok(Text::shared(self.header.slice(start..end)))
     }
 }
 
@@ -111,12 +125,10 @@ pub(super) fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
     out.put_i32(remark.len() as i32);
     out.put_slice(remark.as_bytes());
 
-    let mut entries: Vec<(&String, &String)> = cmd
-        .ext_fields
-        .iter()
-        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-        .collect();
-    entries.sort_unstable();
+    let entries = cmd.ext_fields.sorted();
+    let entries = entries
+        .into_iter()
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty());
     let ext_len_at = out.len();
     out.put_i32(0); // patched below
     for (key, value) in entries {

@@ -24,7 +24,7 @@ fn command(serialize_type: SerializeType, own_body: &'static [u8]) -> RemotingCo
     let mut cmd = RemotingCommand::response_to(&request, response::SUCCESS, Some("ok".into()))
         .with_body(Bytes::from_static(own_body));
     cmd.serialize_type = serialize_type;
-    cmd.ext_fields.insert("nextBeginOffset".into(), "42".into());
+    cmd.ext_fields.insert("nextBeginOffset", "42");
     cmd
 }
 
@@ -79,4 +79,37 @@ fn frame_bytes_is_known_from_the_length_prefix_alone() {
         frame_bytes(&oversized),
         Err(FrameError::TooLarge { bytes }) if bytes == FRAME_BYTES_MAX + 1
     ));
+}
+
+/// A split frame's header fields are slices of the read buffer in both header forms; only a
+/// JSON value with escapes (a message's properties) is unescaped into a string of its own.
+#[test]
+fn split_frame_header_fields_share_the_read_buffer() {
+    for serialize_type in [SerializeType::Json, SerializeType::RocketMq] {
+        let mut cmd = RemotingCommand::request(10);
+        cmd.serialize_type = serialize_type;
+        cmd.ext_fields.insert("b", "TopicTest");
+        cmd.ext_fields.insert("i", "TAGS\u{1}a\u{2}KEYS\u{1}k\u{2}");
+        let mut wire = BytesMut::new();
+        encode_frame(&cmd, &mut wire);
+        let read = wire.as_ptr_range();
+        let inside = |text: &str| {
+            let range = text.as_bytes().as_ptr_range();
+            read.start <= range.start && range.end <= read.end
+        };
+        let frame = split_frame(&mut wire).unwrap().unwrap();
+        assert_eq!(frame.ext_fields, cmd.ext_fields, "{serialize_type:?}");
+        let (key, topic) = frame.ext_fields.iter().find(|(k, _)| *k == "b").unwrap();
+        assert!(
+            inside(key) && inside(topic),
+            "{serialize_type:?}: key and value copied"
+        );
+        let properties = frame.ext_fields.get("i").unwrap();
+        let escaped = serialize_type == SerializeType::Json;
+        assert_eq!(
+            inside(properties),
+            !escaped,
+            "{serialize_type:?}: properties"
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! client (un)registration, group membership and consumption retry.
 
 use super::{header, HeaderValue};
+use crate::protocol::command::Text;
 
 header! {
     /// PULL_MESSAGE / LITE_PULL_MESSAGE request (`PullMessageRequestHeader`).
@@ -124,12 +125,11 @@ impl HeaderValue for BoundaryType {
             None
         }
     }
-    fn format(&self) -> String {
-        match self {
+    fn format(&self) -> Text {
+        Text::from(match self {
             Self::Lower => "LOWER",
             Self::Upper => "UPPER",
-        }
-        .to_owned()
+        })
     }
 }
 

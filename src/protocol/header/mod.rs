@@ -17,7 +17,7 @@ pub use namesrv::*;
 pub use send::*;
 pub use transaction::*;
 
-use super::command::ExtFields;
+use super::command::{ExtFields, Text};
 
 /// A header that is read from and written to `extFields`.
 pub trait CommandHeader: Sized {
@@ -40,15 +40,15 @@ pub enum HeaderError {
 pub trait HeaderValue: Sized {
     /// `None` when the text is not a value of this type.
     fn parse(text: &str) -> Option<Self>;
-    fn format(&self) -> String;
+    fn format(&self) -> Text;
 }
 
 impl HeaderValue for String {
     fn parse(text: &str) -> Option<Self> {
         Some(text.to_owned())
     }
-    fn format(&self) -> String {
-        self.clone()
+    fn format(&self) -> Text {
+        self.clone().into()
     }
 }
 
@@ -60,8 +60,8 @@ macro_rules! decimal_header_value {
             fn parse(text: &str) -> Option<Self> {
                 text.parse().ok()
             }
-            fn format(&self) -> String {
-                self.to_string()
+            fn format(&self) -> Text {
+                Text::display(self)
             }
         }
     )*};
@@ -78,8 +78,8 @@ impl HeaderValue for bool {
             None
         }
     }
-    fn format(&self) -> String {
-        self.to_string()
+    fn format(&self) -> Text {
+        Text::from(if *self { "true" } else { "false" })
     }
 }
 
@@ -117,11 +117,11 @@ pub mod field {
     }
 
     /// Writes a `req` or `def` field.
-    pub fn put<T: HeaderValue>(ext: &mut ExtFields, key: &str, value: &T) {
-        ext.insert(key.to_owned(), value.format());
+    pub fn put<T: HeaderValue>(ext: &mut ExtFields, key: &'static str, value: &T) {
+        ext.insert(key, value.format());
     }
 
-    pub fn put_opt<T: HeaderValue>(ext: &mut ExtFields, key: &str, value: &Option<T>) {
+    pub fn put_opt<T: HeaderValue>(ext: &mut ExtFields, key: &'static str, value: &Option<T>) {
         if let Some(value) = value {
             put(ext, key, value);
         }
@@ -296,12 +296,9 @@ mod tests {
         let header = register(&[("heartbeatTimeoutMillis", "5000")]).unwrap();
         let mut out = ExtFields::new();
         header.encode(&mut out);
-        assert_eq!(
-            out.get("heartbeatTimeoutMillis").map(String::as_str),
-            Some("5000")
-        );
-        assert_eq!(out.get("compressed").map(String::as_str), Some("false"));
-        assert_eq!(out.get("bodyCrc32").map(String::as_str), Some("0"));
+        assert_eq!(out.get("heartbeatTimeoutMillis"), Some("5000"));
+        assert_eq!(out.get("compressed"), Some("false"));
+        assert_eq!(out.get("bodyCrc32"), Some("0"));
         assert!(!out.contains_key("enableActingMaster"));
         assert_eq!(RegisterBrokerRequestHeader::decode(&out).unwrap(), header);
     }

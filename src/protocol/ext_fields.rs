@@ -1,0 +1,345 @@
+//! A command's "custom header" fields (REMOTING.md §1.9), kept as what they were read from.
+//!
+//! Every request carries a dozen of these (a send header: producer group, topic, queue id,
+//! properties…), and a `HashMap<String, String>` cost each of them two allocations and two
+//! SipHashes per request, the largest item of the broker's profile. Here a key or a value is
+//! a [`Text`]: a `&'static str` (the keys a typed header writes), a slice of the frame it was
+//! read from (keys and values off the wire, sharing the frame's buffer), or an owned string
+//! (a JSON value with escapes, a number the C++ client sent unquoted). The fields are a short
+//! vector searched linearly: headers have at most a few dozen fields, and comparing short keys
+//! costs less than hashing them. Short texts a header writes (every number: a queue id, an
+//! offset) are held inline, so a response's header costs no allocation per field either.
+
+use bytes::Bytes;
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+
+/// UTF-8 text: static, shared with a frame, or owned.
+#[derive(Clone)]
+pub struct Text(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Static(&'static str),
+    /// Valid UTF-8, checked when made ([`Text::shared`]).
+    Shared(Bytes),
+    Owned(String),
+    /// `bytes[..len]`, valid UTF-8 (written by [`Text::display`]).
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_BYTES_MAX],
+    },
+}
+
+/// Longest text held inline: an i64 in decimal with its sign is 20 bytes; 30 keeps a `Text`
+/// at the size of a `Bytes` plus its tag.
+const INLINE_BYTES_MAX: usize = 30;
+
+impl Text {
+    /// `bytes` as text without a copy when they are UTF-8; otherwise their text with invalid
+    /// sequences replaced, as Java's `new String(bytes, UTF_8)` reads them.
+    pub fn shared(bytes: Bytes) -> Self {
+        match std::str::from_utf8(&bytes) {
+            Ok(_) => Self(Repr::Shared(bytes)),
+            Err(_) => Self(Repr::Owned(String::from_utf8_lossy(&bytes).into_owned())),
+        }
+    }
+
+    /// `text`, which a parser borrowed from `frame`, as a slice of `frame` (no copy, no second
+    /// UTF-8 check); copied if it does not lie inside `frame`.
+    pub fn borrowed_from(frame: &Bytes, text: &str) -> Self {
+        let inside = frame.as_ptr_range();
+        let range = text.as_bytes().as_ptr_range();
+        if inside.start <= range.start && range.end <= inside.end {
+            return Self(Repr::Shared(frame.slice_ref(text.as_bytes())));
+        }
+        Self(Repr::Owned(text.to_owned()))
+    }
+
+    /// The text `value` displays as: inline (no allocation) when it is short, as numbers are.
+    pub fn display(value: impl fmt::Display) -> Self {
+        let mut inline = InlineWriter {
+            bytes: [0; INLINE_BYTES_MAX],
+            len: 0,
+        };
+        if fmt::write(&mut inline, format_args!("{value}")).is_ok() {
+            return Self(Repr::Inline {
+                len: inline.len as u8,
+                bytes: inline.bytes,
+            });
+        }
+        Self(Repr::Owned(value.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            Repr::Static(text) => text,
+            // SAFETY: only made from bytes `shared` checked to be UTF-8; `Bytes` never changes.
+            Repr::Shared(bytes) => unsafe { std::str::from_utf8_unchecked(bytes) },
+            Repr::Owned(text) => text,
+            // SAFETY: `display` wrote whole `str`s into `bytes[..len]`.
+            Repr::Inline { len, bytes } => unsafe {
+                std::str::from_utf8_unchecked(&bytes[..usize::from(*len)])
+            },
+        }
+    }
+
+    /// The text as an owned `String` (a copy unless it was owned already).
+    pub fn into_string(self) -> String {
+        match self.0 {
+            Repr::Owned(text) => text,
+            _ => self.as_str().to_owned(),
+        }
+    }
+}
+
+/// Fills an inline buffer; fails (and `display` falls back to a `String`) when it is full.
+struct InlineWriter {
+    bytes: [u8; INLINE_BYTES_MAX],
+    len: usize,
+}
+
+impl fmt::Write for InlineWriter {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let end = self.len + text.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
+        room.copy_from_slice(text.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Borrow<str> for Text {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<&'static str> for Text {
+    fn from(text: &'static str) -> Self {
+        Self(Repr::Static(text))
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        Self(Repr::Owned(text))
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialOrd for Text {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Text {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Field name → value. A key inserted again replaces its value (a repeated key on the wire
+/// keeps the last one, as Java's map does). Order is arrival order; equality ignores it.
+#[derive(Clone, Default)]
+pub struct ExtFields {
+    fields: Vec<(Text, Text)>,
+}
+
+impl ExtFields {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_capacity(fields: usize) -> Self {
+        Self {
+            fields: Vec::with_capacity(fields),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.position(key).map(|i| self.fields[i].1.as_str())
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.position(key).is_some()
+    }
+
+    /// Sets `key` to `value`; returns the value it replaced.
+    pub fn insert(&mut self, key: impl Into<Text>, value: impl Into<Text>) -> Option<Text> {
+        let (key, value) = (key.into(), value.into());
+        match self.position(&key) {
+            Some(i) => Some(std::mem::replace(&mut self.fields[i].1, value)),
+            None => {
+                self.fields.push((key, value));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Text> {
+        self.position(key).map(|i| self.fields.remove(i).1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// (key, value) pairs in arrival order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// (key, value) pairs sorted by key: the order the encoders write, so output is
+    /// deterministic.
+    pub fn sorted(&self) -> Vec<(&str, &str)> {
+        let mut entries: Vec<(&str, &str)> = self.iter().collect();
+        entries.sort_unstable();
+        entries
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.fields.iter().position(|(k, _)| k.as_str() == key)
+    }
+}
+
+impl PartialEq for ExtFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl fmt::Debug for ExtFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.sorted()).finish()
+    }
+}
+
+impl<K: Into<Text>, V: Into<Text>> Extend<(K, V)> for ExtFields {
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, pairs: I) {
+        for (key, value) in pairs {
+            self.insert(key, value);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a ExtFields {
+    type Item = (&'a str, &'a str);
+    type IntoIter = Box<dyn Iterator<Item = (&'a str, &'a str)> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl IntoIterator for ExtFields {
+    type Item = (Text, Text);
+    type IntoIter = std::vec::IntoIter<(Text, Text)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.fields.into_iter()
+    }
+}
+
+impl<K: Into<Text>, V: Into<Text>> FromIterator<(K, V)> for ExtFields {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
+        let mut fields = Self::new();
+        fields.extend(pairs);
+        fields
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_set_again_keeps_its_last_value_and_equality_ignores_order() {
+        let mut a = ExtFields::new();
+        assert_eq!(a.insert("topic", "T".to_owned()), None);
+        a.insert("queueId", Text::shared(Bytes::from_static(b"3")));
+        let old = a.insert("topic", "U".to_owned());
+        assert_eq!(old.as_deref(), Some("T"));
+        assert_eq!(
+            (a.get("topic"), a.get("queueId"), a.len()),
+            (Some("U"), Some("3"), 2)
+        );
+        let b: ExtFields = [("queueId", "3".to_owned()), ("topic", "U".to_owned())]
+            .into_iter()
+            .collect();
+        assert_eq!(a, b);
+        assert_eq!(a.sorted(), [("queueId", "3"), ("topic", "U")]);
+        assert_eq!(a.remove("queueId").as_deref(), Some("3"));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn short_displayed_text_is_inline_and_long_text_is_owned() {
+        assert_eq!(&*Text::display(i64::MIN), "-9223372036854775808");
+        assert!(matches!(Text::display(42).0, Repr::Inline { len: 2, .. }));
+        let long = "x".repeat(INLINE_BYTES_MAX + 1);
+        let text = Text::display(&long);
+        assert!(matches!(text.0, Repr::Owned(_)));
+        assert_eq!(&*text, long);
+        let exactly = "y".repeat(INLINE_BYTES_MAX);
+        assert!(matches!(Text::display(&exactly).0, Repr::Inline { .. }));
+    }
+
+    #[test]
+    fn shared_text_points_into_its_frame_and_bad_utf8_is_replaced() {
+        let frame = Bytes::from_static(b"xxTopicTestxx");
+        let text = Text::shared(frame.slice(2..11));
+        assert_eq!(&*text, "TopicTest");
+        assert_eq!(text.as_ptr(), frame[2..].as_ptr(), "no copy");
+        let bad = Text::shared(Bytes::from_static(b"a\xffb"));
+        assert_eq!(&*bad, "a\u{fffd}b");
+    }
+}
