@@ -137,6 +137,8 @@ pub struct LogStats {
     /// Cold reads served by a disk read of their span, and by a span read before.
     pub cold_span_reads: u64,
     pub cold_cache_hits: u64,
+    /// Bytes of the cold spans cached now.
+    pub cold_cache_bytes: usize,
 }
 
 /// One shard's commit log.
@@ -822,6 +824,10 @@ impl<D: Disk> CommitLog<D> {
             st.segments.remove(&start);
             st.files.remove(&start);
         }
+        // Its cached spans go with it (readers stopped below its end before the removal).
+        self.cold
+            .borrow_mut()
+            .drop_below(start + self.config.segment_bytes);
         let path = self.dir.join(segment_file_name(start));
         let removed = match self.disk.remove(&path).await {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -872,6 +878,7 @@ impl<D: Disk> CommitLog<D> {
             hot_bytes: st.hot_bytes,
             cold_span_reads: st.cold_span_reads,
             cold_cache_hits: self.cold.borrow().hits(),
+            cold_cache_bytes: self.cold.borrow().bytes(),
         }
     }
 }

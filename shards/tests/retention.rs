@@ -300,6 +300,26 @@ fn a_full_partition_removes_unexpired_segments_unless_forcible_cleaning_is_off()
     });
 }
 
+/// Reads every record of queues 0 and 1 from `offset` on; returns how many.
+async fn read_all(shard: &SimShard, offset: i64) -> usize {
+    let mut read = 0;
+    for queue_id in 0..2 {
+        let got = shard
+            .read_queue(QueueReadRequest {
+                topic: "T",
+                queue_id,
+                offset,
+                max_count: 1024,
+                max_bytes: usize::MAX,
+                tag_filter: None,
+            })
+            .await
+            .unwrap();
+        read += got.records.len();
+    }
+    read
+}
+
 #[test]
 fn appends_are_refused_above_the_warning_level_and_resume_once_retention_frees_space() {
     block_on(async {
@@ -326,18 +346,7 @@ fn appends_are_refused_above_the_warning_level_and_resume_once_retention_frees_s
         let err = refused.unwrap_err().to_string();
         assert!(err.contains("disk is full"), "{err}");
         // Reads keep working while it is full.
-        let read = shard
-            .read_queue(QueueReadRequest {
-                topic: "T",
-                queue_id: 0,
-                offset: 0,
-                max_count: 1024,
-                max_bytes: 1 << 20,
-                tag_filter: None,
-            })
-            .await
-            .unwrap();
-        assert_eq!(read.records.len(), stored.len() / 2);
+        assert_eq!(read_all(&shard, 0).await, stored.len());
         // Forced retention frees segments until the partition is below the warning level.
         let mut removed = 0;
         while shard.check_disk_usage().await.unwrap() > 0.9 {
@@ -353,6 +362,43 @@ fn appends_are_refused_above_the_warning_level_and_resume_once_retention_frees_s
             .append(&message("T", 0, b"after", None, None))
             .await
             .expect("appends resume once the disk is below the warning level");
+    });
+}
+
+#[test]
+fn a_removed_segment_takes_its_cached_cold_spans_with_it() {
+    block_on(async {
+        let disk = SimDisk::new(6, 64 << 20);
+        let clock = SimClock::new(1_000);
+        let shard = open(&disk, &clock).await;
+        // ~200 KB: most of it past the 64 KiB hot tail, so read from the disk.
+        let stored = fill(&shard, &clock, "T", 400, 1).await;
+        shard.persist().await.unwrap();
+        assert_eq!(read_all(&shard, 0).await, stored.len());
+        let before = shard.log_stats();
+        assert!(before.cold_span_reads > 0, "the reads went to the disk");
+        // One span per sealed segment (spans lie within a segment, which is smaller here).
+        assert!(before.cold_cache_bytes as u64 >= SEGMENT, "{before:?}");
+
+        clock.advance(RESERVED_MS + 1);
+        let removal = shard
+            .retention_step()
+            .await
+            .unwrap()
+            .expect("segment 0 expired");
+        assert_eq!(removal.segment, 0);
+        let after = shard.log_stats();
+        assert_eq!(
+            after.cold_cache_bytes as u64,
+            before.cold_cache_bytes as u64 - SEGMENT,
+            "segment 0's span dropped, the others kept"
+        );
+        // What is retained is served from the spans still cached, without a disk read.
+        let min = shard.min_offset("T", 0).max(shard.min_offset("T", 1));
+        assert!(read_all(&shard, min).await > 0);
+        let again = shard.log_stats();
+        assert_eq!(again.cold_span_reads, after.cold_span_reads);
+        assert!(again.cold_cache_hits > after.cold_cache_hits);
     });
 }
 
