@@ -118,7 +118,7 @@ for gib in $sizes; do
     sleep "$KILL_AFTER_SECONDS"
     kill9
     wait "$load_pid" 2>/dev/null || true
-    log_bytes=$(du -sb --apparent-size "$data"/*/commitlog 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }')
+    log_bytes=$(du -sb --apparent-size "$data"/*/commitlog 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
     log "killed mid-load; commit-log files: $((log_bytes >> 20)) MiB (segments preallocated)"
     times=() rss=""
     for rep in $(seq 1 "$reps"); do
