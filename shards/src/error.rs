@@ -41,7 +41,9 @@ pub enum DiskFull {
 
 impl From<std::io::Error> for StoreError {
     fn from(e: std::io::Error) -> Self {
-        if e.raw_os_error() == Some(libc::ENOSPC) {
+        // glommio passes a failed I/O on as a new error of the same kind, without the errno
+        // (seen: a segment's preallocation on a full tmpfs), so the kind decides too.
+        if e.raw_os_error() == Some(libc::ENOSPC) || e.kind() == std::io::ErrorKind::StorageFull {
             StoreError::DiskFull(DiskFull::NoSpace(e))
         } else {
             StoreError::Io(e)
@@ -50,3 +52,22 @@ impl From<std::io::Error> for StoreError {
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_space_is_a_full_disk_with_or_without_its_errno() {
+        let errno = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let kind_only = std::io::Error::new(std::io::ErrorKind::StorageFull, "op: Pre-allocate");
+        for e in [errno, kind_only] {
+            assert!(matches!(
+                StoreError::from(e),
+                StoreError::DiskFull(DiskFull::NoSpace(_))
+            ));
+        }
+        let other = std::io::Error::from_raw_os_error(libc::EIO);
+        assert!(matches!(StoreError::from(other), StoreError::Io(_)));
+    }
+}
