@@ -12,6 +12,8 @@
 //!   delayed messages pending across a restart; orderly consumers keeping each key's order
 //!   while a third joins and leaves; SUSPEND_CURRENT_QUEUE_A_MOMENT retrying in place, then
 //!   the client's own send putting the message in the DLQ;
+//! - on a topic whose first segments retention removed, a lagging group moved to the min
+//!   (OFFSET_TOO_SMALL) and new groups with each CONSUME_FROM_* getting what Apache gives;
 //! - transactional messages delivered only when committed (skipped by scripts/test.sh: the
 //!   broker has no half messages yet).
 //!
@@ -271,4 +273,32 @@ fn a_lite_pull_consumer_polls_commits_and_seeks() {
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn two_consumers_split_the_queues_and_one_takes_over_when_the_other_stops() {
     scenario_on_a_fresh_broker("rebalance", &[]);
+}
+
+/// Commit-log segment size of the retention scenario's broker (broker.conf and the scenario
+/// agree on it; run-against-apache.sh gives Apache the same).
+const RETENTION_SEGMENT_BYTES: &str = "131072";
+
+/// A topic whose first segments were removed: new groups with CONSUME_FROM_FIRST_OFFSET,
+/// _LAST_OFFSET and _TIMESTAMP, and a group whose committed offset fell below the min offset
+/// (PULL_OFFSET_MOVED), each consume what they would on Apache RocketMQ.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn consume_from_and_offset_moved_on_a_topic_whose_first_segments_were_removed() {
+    let java = JavaScenarios::compile();
+    let conf = TempDir::new("retention-conf");
+    let path = conf.path().join("broker.conf");
+    let text = format!(
+        "mappedFileSizeCommitLog={RETENTION_SEGMENT_BYTES}\nfileReservedTime=0\n\
+         cleanResourceInterval=1000\n"
+    );
+    std::fs::write(&path, text).expect("write broker.conf");
+    let broker = Standalone::start_with(SHARDS, &["-c", path.to_str().expect("UTF-8 path")]);
+    let names = RunNames::new("retention");
+    java.run(
+        "retention",
+        &broker,
+        &names,
+        &["--segment-bytes", RETENTION_SEGMENT_BYTES],
+    );
 }

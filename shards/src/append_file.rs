@@ -44,7 +44,12 @@ impl<F: DiskFile> AppendFile<F> {
 
     /// Reads back the first `len` bytes.
     pub async fn read_prefix(&self, len: u64) -> Result<bytes::Bytes> {
-        Ok(self.file.read_at(0, len as usize).await?)
+        self.read_range(0, len).await
+    }
+
+    /// Reads back `len` bytes at `from`.
+    pub async fn read_range(&self, from: u64, len: u64) -> Result<bytes::Bytes> {
+        Ok(self.file.read_at(from, len as usize).await?)
     }
 
     /// Appends `data` durably; on error nothing counts as written and a retry rewrites it.

@@ -32,7 +32,7 @@ use crate::read_cache::ReadCache;
 use crate::record::{RecordError, MAGIC_BLANK};
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -104,6 +104,9 @@ struct State<F> {
     hot_bytes: usize,
     /// Open segment files by start offset, with their last-use tick.
     files: BTreeMap<u64, (Rc<F>, u64)>,
+    /// Start offsets of the segments on disk, the active one last; retention removes the
+    /// first, so the log's min offset is the first one.
+    segments: BTreeSet<u64>,
     use_tick: u64,
     /// Everything below is written to its segment (durable once synced).
     written: u64,
@@ -134,6 +137,8 @@ pub struct LogStats {
     /// Cold reads served by a disk read of their span, and by a span read before.
     pub cold_span_reads: u64,
     pub cold_cache_hits: u64,
+    /// Bytes of the cold spans cached now.
+    pub cold_cache_bytes: usize,
 }
 
 /// One shard's commit log.
@@ -165,7 +170,8 @@ impl<D: Disk> CommitLog<D> {
         disk.create_dir_all(&dir).await?;
         let segment_bytes = config.segment_bytes;
         let active = end.local - end.local % segment_bytes;
-        let mut removed = false;
+        let mut segments = BTreeSet::new();
+        let mut beyond = Vec::new();
         for name in disk.list_dir(&dir).await? {
             match crate::offset::parse_segment_file_name(&name) {
                 Some(start) if start % segment_bytes != 0 => {
@@ -173,13 +179,26 @@ impl<D: Disk> CommitLog<D> {
                         "segment {name} does not match segment size {segment_bytes}"
                     )))
                 }
-                Some(start) if start > active => {
-                    disk.remove(&dir.join(&name)).await?;
-                    removed = true;
+                Some(start) if start > active => beyond.push(name),
+                Some(start) => {
+                    segments.insert(start);
                 }
-                _ => {}
+                None => {}
             }
         }
+        if !segments.contains(&active) && !beyond.is_empty() {
+            // The recovered end lies in a segment that is gone while later ones exist: the
+            // log did not end there, so truncating the later ones would lose data.
+            return Err(StoreError::Corrupt {
+                file: segment_file_name(active),
+                reason: "missing below later segments".into(),
+            });
+        }
+        let removed = !beyond.is_empty();
+        for name in beyond {
+            disk.remove(&dir.join(&name)).await?;
+        }
+        segments.insert(active);
         if removed {
             disk.sync_dir(&dir).await?;
         }
@@ -198,6 +217,7 @@ impl<D: Disk> CommitLog<D> {
                 chunks: VecDeque::new(),
                 hot_bytes: 0,
                 files: BTreeMap::new(),
+                segments,
                 use_tick: 0,
                 written: end.local,
                 zeroed: align_up(end.local),
@@ -410,6 +430,7 @@ impl<D: Disk> CommitLog<D> {
             let mut st = self.state.borrow_mut();
             st.rolling = false;
             if created.is_ok() {
+                st.segments.insert(next);
                 let mut filler = Vec::with_capacity(FILLER_BYTES);
                 filler.extend_from_slice(&((next - write_pos) as i32).to_be_bytes());
                 filler.extend_from_slice(&MAGIC_BLANK.to_be_bytes());
@@ -759,6 +780,73 @@ impl<D: Disk> CommitLog<D> {
         self.state.borrow().write_pos
     }
 
+    pub fn segment_bytes(&self) -> u64 {
+        self.config.segment_bytes
+    }
+
+    /// Start of the segment holding `local`.
+    pub fn segment_start_of(&self, local: u64) -> u64 {
+        self.segment_start(local)
+    }
+
+    /// Start of the segment appends go to.
+    pub fn active_segment(&self) -> u64 {
+        self.segment_start(self.state.borrow().write_pos)
+    }
+
+    /// Start of the oldest segment on disk: the log's min offset.
+    pub fn first_segment(&self) -> u64 {
+        let st = self.state.borrow();
+        *st.segments
+            .first()
+            .expect("the active segment always exists")
+    }
+
+    /// Starts of the segments on disk, oldest first.
+    pub fn segments(&self) -> Vec<u64> {
+        self.state.borrow().segments.iter().copied().collect()
+    }
+
+    /// Removes the oldest segment, which must not be the active one: its cached handle is
+    /// dropped (reads in flight keep theirs; the kernel frees the space when the last one
+    /// closes), the file is unlinked through the disk seam (the executor's side ring on the
+    /// real disk, so nothing blocks the executor) and the removal made durable. The caller
+    /// has made sure nothing refers to it any more. On failure the segment counts as present
+    /// again and a later removal retries.
+    pub(crate) async fn remove_first_segment(&self, start: u64) -> Result<()> {
+        {
+            let mut st = self.state.borrow_mut();
+            let active = self.segment_start(st.write_pos);
+            assert!(
+                st.segments.first() == Some(&start) && start != active,
+                "only the oldest sealed segment is removed"
+            );
+            st.segments.remove(&start);
+            st.files.remove(&start);
+        }
+        // Its cached spans go with it (readers stopped below its end before the removal).
+        self.cold
+            .borrow_mut()
+            .drop_below(start + self.config.segment_bytes);
+        let path = self.dir.join(segment_file_name(start));
+        let removed = match self.disk.remove(&path).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => self.disk.sync_dir(&self.dir).await,
+        };
+        if let Err(e) = removed {
+            self.state.borrow_mut().segments.insert(start);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Whether the record at `local` is still in the in-memory tail (served without a read):
+    /// ringmq's "in memory", as Apache's page-cache check of `checkInMemByConsumeOffset`.
+    pub fn in_memory(&self, local: u64) -> bool {
+        let st = self.state.borrow();
+        local < st.write_pos && st.chunks.front().is_some_and(|c| c.local <= local)
+    }
+
     pub fn flushed(&self) -> u64 {
         self.state.borrow().flushed
     }
@@ -790,6 +878,7 @@ impl<D: Disk> CommitLog<D> {
             hot_bytes: st.hot_bytes,
             cold_span_reads: st.cold_span_reads,
             cold_cache_hits: self.cold.borrow().hits(),
+            cold_cache_bytes: self.cold.borrow().bytes(),
         }
     }
 }

@@ -29,6 +29,14 @@ pub const QUEUE_WAITERS_MAX_DEFAULT: usize = 4 * 1024;
 pub const INDEX_ENTRIES_MAX_DEFAULT: usize = 20_000_000;
 /// RocketMQ's default flush interval for ASYNC_FLUSH (`flushIntervalCommitLog`, 500 ms).
 pub const FLUSH_INTERVAL_DEFAULT: Duration = Duration::from_millis(500);
+/// Apache's `fileReservedTime` default (72 h): a sealed segment whose newest record is older
+/// is removed.
+pub const FILE_RESERVED_DEFAULT: Duration = Duration::from_secs(72 * 3600);
+/// Apache's `cleanResourceInterval` (10 s): how often retention looks for a segment to remove.
+pub const RETENTION_CHECK_INTERVAL_DEFAULT: Duration = Duration::from_secs(10);
+/// Apache's `deleteCommitLogFilesInterval` (100 ms): the least time between two segment
+/// removals, so catching up on many expired segments is spread out (at most 10 a second).
+pub const SEGMENT_REMOVAL_INTERVAL_DEFAULT: Duration = Duration::from_millis(100);
 /// Bytes of our integrity trailer after each record plus an end-of-segment filler; a
 /// segment must hold at least one largest record and both.
 const SEGMENT_OVERHEAD_BYTES: u64 = 16;
@@ -76,6 +84,40 @@ impl Default for LogConfig {
     }
 }
 
+/// When whole commit-log segments are removed (docs/STORAGE.md, "Retention"): the keys of
+/// Apache's `CleanCommitLogService`, ratios as fractions (the broker clamps them as Apache does).
+#[derive(Clone, Debug)]
+pub struct RetentionConfig {
+    /// `fileReservedTime`: a sealed segment whose newest record was stored this long ago is
+    /// expired and removed (continuously: no `deleteWhen` hour is waited for).
+    pub file_reserved: Duration,
+    /// `cleanFileForciblyEnable`: above the forcible ratio the oldest sealed segments go
+    /// whatever their age.
+    pub clean_forcibly_enable: bool,
+    /// `diskSpaceCleanForciblyRatio`, as a fraction of the partition.
+    pub clean_forcibly_ratio: f64,
+    /// `diskSpaceWarningLevelRatio`: cleaning is forcible above it too, and appends are
+    /// refused (disk full) until the partition is below it again.
+    pub warning_ratio: f64,
+    /// `cleanResourceInterval`.
+    pub check_interval: Duration,
+    /// `deleteCommitLogFilesInterval`: the least time between two removals.
+    pub removal_interval: Duration,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        Self {
+            file_reserved: FILE_RESERVED_DEFAULT,
+            clean_forcibly_enable: true,
+            clean_forcibly_ratio: 0.85,
+            warning_ratio: 0.90,
+            check_interval: RETENTION_CHECK_INTERVAL_DEFAULT,
+            removal_interval: SEGMENT_REMOVAL_INTERVAL_DEFAULT,
+        }
+    }
+}
+
 /// Everything a shard's storage needs.
 #[derive(Clone, Debug)]
 pub struct ShardConfig {
@@ -91,6 +133,7 @@ pub struct ShardConfig {
     /// `messageDelayLevel`: what the schedule topic's tagsCodes and delivery are computed
     /// from.
     pub delay_levels: DelayLevels,
+    pub retention: RetentionConfig,
 }
 
 impl ShardConfig {
@@ -104,6 +147,7 @@ impl ShardConfig {
             queue_waiters_max: QUEUE_WAITERS_MAX_DEFAULT,
             index_entries_max: INDEX_ENTRIES_MAX_DEFAULT,
             delay_levels: DelayLevels::default(),
+            retention: RetentionConfig::default(),
         }
     }
 
@@ -127,6 +171,15 @@ impl ShardConfig {
         }
         if self.log.segments_open_max < 2 || self.log.flush_waiters_max == 0 {
             return bad("need at least 2 open segments and 1 flush waiter".into());
+        }
+        let retention = &self.retention;
+        if retention.check_interval.is_zero() {
+            return bad("retention check interval of zero".into());
+        }
+        if !(0.0..=1.0).contains(&retention.clean_forcibly_ratio)
+            || !(0.0..=1.0).contains(&retention.warning_ratio)
+        {
+            return bad("disk ratios must be fractions".into());
         }
         Ok(())
     }

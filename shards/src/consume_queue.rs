@@ -3,14 +3,17 @@
 //! and persisted lazily to `consumequeue/<topic>/<queueId>/00000000000000000000` as
 //! RocketMQ's 20-byte entries: `physical offset i64 | size i32 | tag hash i64`.
 //!
-//! Memory: 24 bytes per entry in memory (the whole queue is held; no retention yet), so
-//! 10 M messages in a shard's queues cost 240 MiB.
+//! Memory: 24 bytes per entry in memory (the whole retained queue is held), so 10 M messages
+//! in a shard's queues cost 240 MiB. Retention trims entries from the front when their
+//! segment is removed; the queue's min offset (`base`) moves with it. The file keeps the
+//! trimmed prefix (20 bytes per message) until paged consume queues replace the single file.
 
 use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
 use crate::event::Event;
 use crate::offset::PhysicalOffset;
 use crate::FastMap;
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 /// Bytes of one persisted entry (RocketMQ's `CQ_STORE_UNIT_SIZE`).
@@ -51,9 +54,12 @@ impl CqEntry {
 /// One queue's entries and wakeup event. Owned by the shard that owns the queue; never sent
 /// across shards.
 pub struct ConsumeQueue<F> {
-    pub entries: Vec<CqEntry>,
-    /// Entries durably in the file.
-    pub persisted: usize,
+    /// Queue offset of `entries[0]`: the queue's min offset. Entries below it went with their
+    /// commit-log segment.
+    pub base: u64,
+    pub entries: VecDeque<CqEntry>,
+    /// Queue offset below which entries are durably in the file (never below `base`).
+    pub persisted: u64,
     /// Taken out while a persist is in flight.
     pub file: Option<AppendFile<F>>,
     /// Notified when a new record becomes readable.
@@ -63,7 +69,8 @@ pub struct ConsumeQueue<F> {
 impl<F> Default for ConsumeQueue<F> {
     fn default() -> Self {
         Self {
-            entries: Vec::new(),
+            base: 0,
+            entries: VecDeque::new(),
             persisted: 0,
             file: None,
             event: Rc::default(),
@@ -72,9 +79,39 @@ impl<F> Default for ConsumeQueue<F> {
 }
 
 impl<F> ConsumeQueue<F> {
-    /// Number of entries whose record starts below `visible_end`.
-    pub fn visible_count(&self, visible_end: u64) -> usize {
-        self.entries.partition_point(|e| e.local < visible_end)
+    /// One past the queue offset of the last entry whose record starts below `visible_end`.
+    pub fn visible_end(&self, visible_end: u64) -> u64 {
+        self.base + self.entries.partition_point(|e| e.local < visible_end) as u64
+    }
+
+    /// One past the last entry's queue offset: the next offset to assign.
+    pub fn end(&self) -> u64 {
+        self.base + self.entries.len() as u64
+    }
+
+    /// The entry at queue offset `offset`, if held.
+    pub fn get(&self, offset: u64) -> Option<&CqEntry> {
+        let i = offset.checked_sub(self.base)?;
+        self.entries.get(usize::try_from(i).ok()?)
+    }
+
+    /// Entries of queue offsets `from..to` (clamped to what is held).
+    pub fn range(&self, from: u64, to: u64) -> impl Iterator<Item = &CqEntry> {
+        let at = |offset: u64| (offset.saturating_sub(self.base) as usize).min(self.entries.len());
+        let (from, to) = (at(from), at(to));
+        self.entries.range(from..to.max(from))
+    }
+
+    /// Drops the entries whose record starts below `local` (their segment is going away);
+    /// returns the old and the new min offset.
+    pub fn trim_below(&mut self, local: u64) -> (u64, u64) {
+        let old = self.base;
+        let n = self.entries.partition_point(|e| e.local < local);
+        self.entries.drain(..n);
+        self.base += n as u64;
+        // Entries of a removed segment lie below a durable checkpoint, so they are persisted.
+        debug_assert!(self.persisted >= self.base, "trimmed an unpersisted entry");
+        (old, self.base)
     }
 }
 
@@ -114,6 +151,21 @@ impl<F> QueueMap<F> {
         *self.get_or_create(topic, queue_id) = queue;
     }
 
+    /// Takes every queue of `topic` out of the map.
+    pub fn remove_topic(&mut self, topic: &str) -> Vec<(i32, ConsumeQueue<F>)> {
+        self.topics
+            .remove(topic)
+            .map(|queues| queues.into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every (topic, queue id) with its queue, mutably.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, i32, &mut ConsumeQueue<F>)> {
+        self.topics
+            .iter_mut()
+            .flat_map(|(t, qs)| qs.iter_mut().map(move |(id, q)| (t.as_str(), *id, q)))
+    }
+
     /// Every (topic, queue id) with its queue.
     pub fn iter(&self) -> impl Iterator<Item = (&str, i32, &ConsumeQueue<F>)> {
         self.topics
@@ -128,7 +180,7 @@ pub fn decode_entries(
     count: usize,
     shard_id: u16,
     what: &str,
-) -> Result<Vec<CqEntry>> {
+) -> Result<VecDeque<CqEntry>> {
     let corrupt = |reason: &str| StoreError::Corrupt {
         file: what.into(),
         reason: reason.into(),
@@ -136,13 +188,13 @@ pub fn decode_entries(
     if bytes.len() < count * CQ_ENTRY_BYTES {
         return Err(corrupt("shorter than its checkpointed entry count"));
     }
-    let mut entries: Vec<CqEntry> = Vec::with_capacity(count);
+    let mut entries: VecDeque<CqEntry> = VecDeque::with_capacity(count);
     for raw in bytes.chunks_exact(CQ_ENTRY_BYTES).take(count) {
         let entry = CqEntry::decode(raw, shard_id).ok_or_else(|| corrupt("invalid entry"))?;
-        if entries.last().is_some_and(|prev| prev.local >= entry.local) {
+        if entries.back().is_some_and(|prev| prev.local >= entry.local) {
             return Err(corrupt("entries out of order"));
         }
-        entries.push(entry);
+        entries.push_back(entry);
     }
     Ok(entries)
 }
@@ -186,6 +238,28 @@ mod tests {
         assert_eq!(topic_dir_name("%RETRY%g-1"), "%RETRY%g-1");
         assert_eq!(topic_dir_name(".."), "~2e2e");
         assert_eq!(topic_dir_name("a/b"), "~612f62");
+    }
+
+    #[test]
+    fn trimming_moves_the_min_offset_and_keeps_offsets() {
+        let mut queue: ConsumeQueue<()> = ConsumeQueue::default();
+        for local in [10, 20, 30, 40] {
+            queue.entries.push_back(CqEntry {
+                local,
+                size: 5,
+                tag_hash: 0,
+            });
+        }
+        queue.persisted = 4;
+        assert_eq!(queue.trim_below(25), (0, 2));
+        assert_eq!((queue.base, queue.end()), (2, 4));
+        assert_eq!(queue.get(1), None);
+        assert_eq!(queue.get(2).map(|e| e.local), Some(30));
+        let held: Vec<u64> = queue.range(0, 9).map(|e| e.local).collect();
+        assert_eq!(held, [30, 40]);
+        assert_eq!(queue.visible_end(35), 3);
+        assert_eq!(queue.trim_below(100), (2, 4));
+        assert_eq!((queue.base, queue.end(), queue.visible_end(100)), (4, 4, 4));
     }
 
     #[test]

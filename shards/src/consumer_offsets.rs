@@ -40,6 +40,20 @@ impl ConsumerOffsets {
         Ok(())
     }
 
+    /// Every (group, topic, queue id) with its offset.
+    pub fn iter(&self) -> impl Iterator<Item = (&OffsetKey, &i64)> {
+        self.map.iter()
+    }
+
+    /// Forgets every group's offsets of `topic` (the topic was deleted).
+    pub fn remove_topic(&mut self, topic: &str) {
+        let before = self.map.len();
+        self.map.retain(|(_, t, _), _| t != topic);
+        if self.map.len() != before {
+            self.changes += 1;
+        }
+    }
+
     /// The groups holding an offset of `topic` (for "who consumes this topic").
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
         let mut groups: Vec<String> = self

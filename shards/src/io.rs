@@ -52,6 +52,30 @@ pub trait DiskFile {
     async fn len(&self) -> io::Result<u64>;
 }
 
+/// How full the file system holding a path is, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskSpace {
+    pub total: u64,
+    /// Free blocks, including those reserved for the superuser.
+    pub free: u64,
+    /// Free blocks an unprivileged writer may use.
+    pub usable: u64,
+}
+
+impl DiskSpace {
+    /// Apache's `UtilAll.getDiskPartitionSpaceUsedPercent`: the used fraction of what is
+    /// writable (used + usable), rounded up to a hundredth; -1 for a partition of no size.
+    pub fn used_ratio(&self) -> f64 {
+        if self.total == 0 {
+            return -1.0;
+        }
+        let used = self.total - self.free.min(self.total);
+        let entire = (used + self.usable).max(1);
+        let percent = (used * 100).div_ceil(entire);
+        percent as f64 / 100.0
+    }
+}
+
 /// A file system holding one shard's directory tree.
 #[allow(async_fn_in_trait)]
 pub trait Disk: Clone {
@@ -67,6 +91,8 @@ pub trait Disk: Clone {
     async fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Whether `path` exists.
     async fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// How full the file system holding `path` is (retention by disk usage reads it).
+    async fn space(&self, path: &Path) -> io::Result<DiskSpace>;
 }
 
 /// Wall-clock time and timers.

@@ -1,16 +1,29 @@
 //! The message-key index: `topic#key` → records, for every token of the KEYS property and for
-//! UNIQ_KEY (RocketMQ's IndexFile semantics). Held in memory; persisted lazily as an
-//! append-only file `index/keys` of entries `key_len u16 | key | local offset u64 |
-//! store timestamp i64`, of which the checkpoint says how many bytes are valid.
+//! UNIQ_KEY (RocketMQ's IndexFile semantics). Held in memory; persisted lazily, one
+//! append-only file per commit-log segment, `index/<20-digit segment start>`, of entries
+//! `key_len u16 | key | local offset u64 | store timestamp i64` for the records of that
+//! segment; the checkpoint says how many bytes of each are valid. When retention removes a
+//! segment, its hits leave memory (oldest first, in bounded steps) and its file goes with it.
+//!
+//! Memory: per hit 16 bytes (`KeyHit`) in its key's list plus 16 (the key's `Rc`) in the
+//! trimming order, and each distinct key once.
 
 use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
+use crate::io::Disk;
+use crate::offset::segment_file_name;
 use crate::record::{find_property, property};
 use crate::FastMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Longest key indexed (topic + '#' + key); longer keys are not indexed rather than stored
 /// with a length that would not fit the entry format.
 pub const INDEX_KEY_BYTES_MAX: usize = u16::MAX as usize;
+/// The single index file of stores made before per-segment files (checkpoint version 1).
+pub const LEGACY_INDEX_FILE: &str = "index/keys";
 
 /// A lookup by key: records of `topic` carrying `key` (a KEYS token or the UNIQ_KEY) stored
 /// within `[begin_ms, end_ms]`, at most `max` of them.
@@ -30,16 +43,35 @@ pub struct KeyHit {
     pub store_timestamp_ms: i64,
 }
 
+/// One segment's index file.
+pub struct IndexFile<F> {
+    /// Valid (durable) bytes.
+    pub bytes: u64,
+    /// Open while the segment may still get entries; taken out while a persist writes it.
+    pub file: Option<AppendFile<F>>,
+}
+
+impl<F> Default for IndexFile<F> {
+    fn default() -> Self {
+        Self {
+            bytes: 0,
+            file: None,
+        }
+    }
+}
+
 /// Owned by one shard.
 pub struct KeyIndex<F> {
-    map: FastMap<String, Vec<KeyHit>>,
-    entries: usize,
+    map: FastMap<Rc<str>, VecDeque<KeyHit>>,
+    /// The key of every held hit, oldest first (hits are added in log order), so the hit at
+    /// the front of `order` is the front of its key's list: what trimming walks.
+    order: VecDeque<Rc<str>>,
     entries_max: usize,
+    segment_bytes: u64,
     /// Entries not yet persisted, in log order.
-    pending: Vec<(String, KeyHit)>,
-    pub persisted_bytes: u64,
-    /// Taken out while a persist is in flight.
-    pub file: Option<AppendFile<F>>,
+    pending: Vec<(Rc<str>, KeyHit)>,
+    /// The index files by segment start.
+    pub files: BTreeMap<u64, IndexFile<F>>,
     /// Keys skipped because the index was full (reported, not silent).
     pub skipped: u64,
 }
@@ -48,27 +80,41 @@ fn index_key(topic: &str, key: &str) -> String {
     format!("{topic}#{key}")
 }
 
+/// The index file of the segment starting at `start`.
+pub fn index_file_path(dir: &Path, start: u64) -> PathBuf {
+    dir.join("index").join(segment_file_name(start))
+}
+
 impl<F> KeyIndex<F> {
-    pub fn new(entries_max: usize) -> Self {
+    pub fn new(entries_max: usize, segment_bytes: u64) -> Self {
         Self {
             map: FastMap::default(),
-            entries: 0,
+            order: VecDeque::new(),
             entries_max,
+            segment_bytes,
             pending: Vec::new(),
-            persisted_bytes: 0,
-            file: None,
+            files: BTreeMap::new(),
             skipped: 0,
         }
     }
 
-    fn insert(&mut self, key: String, hit: KeyHit) -> bool {
-        if self.entries >= self.entries_max || key.len() > INDEX_KEY_BYTES_MAX {
+    /// Hits held in memory.
+    pub fn hits(&self) -> usize {
+        self.order.len()
+    }
+
+    fn insert(&mut self, key: &str, hit: KeyHit) -> Option<Rc<str>> {
+        if self.order.len() >= self.entries_max || key.len() > INDEX_KEY_BYTES_MAX {
             self.skipped += 1;
-            return false;
+            return None;
         }
-        self.entries += 1;
-        self.map.entry(key).or_default().push(hit);
-        true
+        let key: Rc<str> = match self.map.get_key_value(key) {
+            Some((key, _)) => key.clone(),
+            None => Rc::from(key),
+        };
+        self.map.entry(key.clone()).or_default().push_back(hit);
+        self.order.push_back(key.clone());
+        Some(key)
     }
 
     /// Indexes a record's UNIQ_KEY and KEYS tokens.
@@ -79,21 +125,22 @@ impl<F> KeyIndex<F> {
             .into_iter()
             .chain(keys.split(' ').filter(|k| !k.is_empty()))
         {
-            let key = index_key(topic, key);
-            if self.insert(key.clone(), hit) {
+            if let Some(key) = self.insert(&index_key(topic, key), hit) {
                 self.pending.push((key, hit));
             }
         }
     }
 
-    /// The most recent records matching `query`, in log order.
-    pub fn query(&self, query: &KeyQuery<'_>) -> Vec<u64> {
-        let Some(hits) = self.map.get(&index_key(query.topic, query.key)) else {
+    /// The most recent records matching `query` at or above `served_from` (the local offset
+    /// below which nothing is served any more), in log order.
+    pub fn query(&self, query: &KeyQuery<'_>, served_from: u64) -> Vec<u64> {
+        let Some(hits) = self.map.get(index_key(query.topic, query.key).as_str()) else {
             return Vec::new();
         };
         let mut found: Vec<u64> = hits
             .iter()
             .rev()
+            .take_while(|h| h.local >= served_from)
             .filter(|h| (query.begin_ms..=query.end_ms).contains(&h.store_timestamp_ms))
             .take(query.max)
             .map(|h| h.local)
@@ -102,41 +149,114 @@ impl<F> KeyIndex<F> {
         found
     }
 
-    /// Encodes the pending entries of records below `boundary` for the file; returns the
-    /// bytes and how many entries they hold. They stay pending until
-    /// [`KeyIndex::persisted`] confirms them, so a failed or abandoned persist loses nothing.
-    pub fn encode_pending(&self, boundary: u64) -> (Vec<u8>, usize) {
-        let n = self.pending.partition_point(|(_, h)| h.local < boundary);
-        let mut out = Vec::new();
-        for (key, hit) in &self.pending[..n] {
-            out.extend_from_slice(&(key.len() as u16).to_be_bytes());
-            out.extend_from_slice(key.as_bytes());
-            out.extend_from_slice(&hit.local.to_be_bytes());
-            out.extend_from_slice(&hit.store_timestamp_ms.to_be_bytes());
+    /// Drops up to `budget` hits of records below `local` (oldest first); returns whether
+    /// none is left. Bounded so that trimming a large segment's hits never holds the
+    /// shard's executor for long.
+    pub fn trim_below(&mut self, local: u64, budget: usize) -> bool {
+        for _ in 0..budget {
+            let Some(key) = self.order.front().cloned() else {
+                return true;
+            };
+            let hits = self.map.get_mut(&key).expect("every ordered key is mapped");
+            if hits.front().expect("a mapped key has hits").local >= local {
+                return true;
+            }
+            hits.pop_front();
+            if hits.is_empty() {
+                self.map.remove(&key);
+            }
+            self.order.pop_front();
         }
-        (out, n)
+        self.order
+            .front()
+            .is_none_or(|key| self.map[key].front().is_some_and(|h| h.local >= local))
     }
 
-    /// The first `count` pending entries are durably in the file.
+    /// Encodes the pending entries of records below `boundary`, one piece per segment file in
+    /// log order: (segment start, bytes, entries). They stay pending until
+    /// [`KeyIndex::persisted`] confirms them, so a failed or abandoned persist loses nothing.
+    pub fn encode_pending(&self, boundary: u64) -> Vec<(u64, Vec<u8>, usize)> {
+        let n = self.pending.partition_point(|(_, h)| h.local < boundary);
+        let mut out: Vec<(u64, Vec<u8>, usize)> = Vec::new();
+        for (key, hit) in &self.pending[..n] {
+            let start = hit.local - hit.local % self.segment_bytes;
+            if out.last().is_none_or(|(s, _, _)| *s != start) {
+                out.push((start, Vec::new(), 0));
+            }
+            let (_, bytes, count) = out.last_mut().expect("pushed above");
+            bytes.extend_from_slice(&(key.len() as u16).to_be_bytes());
+            bytes.extend_from_slice(key.as_bytes());
+            bytes.extend_from_slice(&hit.local.to_be_bytes());
+            bytes.extend_from_slice(&hit.store_timestamp_ms.to_be_bytes());
+            *count += 1;
+        }
+        out
+    }
+
+    /// The first `count` pending entries are durably in their files.
     pub fn persisted(&mut self, count: usize) {
         self.pending.drain(..count);
     }
 
     /// Loads persisted entries (already durable, so not pending).
     pub fn load(&mut self, bytes: &[u8]) -> Result<()> {
-        let mut loaded = Vec::new();
-        decode_entries(bytes, |key, hit| loaded.push((key, hit)))?;
-        for (key, hit) in loaded {
+        decode_entries(bytes, |key, hit| {
             self.insert(key, hit);
-        }
-        self.persisted_bytes = bytes.len() as u64;
-        Ok(())
+        })
+    }
+
+    /// Loads the entries of the single pre-segment index file as pending, so the next
+    /// persist writes them into per-segment files.
+    pub fn load_legacy(&mut self, bytes: &[u8]) -> Result<()> {
+        decode_entries(bytes, |key, hit| {
+            if let Some(key) = self.insert(key, hit) {
+                self.pending.push((key, hit));
+            }
+        })
     }
 }
 
-fn decode_entries(mut bytes: &[u8], mut each: impl FnMut(String, KeyHit)) -> Result<()> {
+/// Writes the pending entries below `boundary` into their segments' files (opened as
+/// needed), then closes the files of segments the log has left. No borrow of `index` is held
+/// across an await; the caller keeps other persists and segment removals out meanwhile.
+pub(crate) async fn persist_index<D: Disk>(
+    index: &RefCell<KeyIndex<D::File>>,
+    disk: &D,
+    dir: &Path,
+    boundary: u64,
+) -> Result<()> {
+    let pieces = index.borrow().encode_pending(boundary);
+    for (start, data, count) in pieces {
+        let (file, bytes) = {
+            let mut index = index.borrow_mut();
+            let entry = index.files.entry(start).or_default();
+            (entry.file.take(), entry.bytes)
+        };
+        let mut file = match file {
+            Some(file) => file,
+            None => AppendFile::open(disk, &index_file_path(dir, start), bytes).await?,
+        };
+        let result = file.append(&data).await;
+        let mut index = index.borrow_mut();
+        let entry = index.files.entry(start).or_default();
+        entry.bytes = file.len();
+        entry.file = Some(file);
+        result?;
+        index.persisted(count);
+    }
+    let mut index = index.borrow_mut();
+    let last = index.files.keys().next_back().copied();
+    for (start, file) in index.files.iter_mut() {
+        if Some(*start) != last {
+            file.file = None;
+        }
+    }
+    Ok(())
+}
+
+fn decode_entries(mut bytes: &[u8], mut each: impl FnMut(&str, KeyHit)) -> Result<()> {
     let corrupt = || StoreError::Corrupt {
-        file: "index/keys".into(),
+        file: "index".into(),
         reason: "truncated or invalid entry".into(),
     };
     while !bytes.is_empty() {
@@ -147,7 +267,7 @@ fn decode_entries(mut bytes: &[u8], mut each: impl FnMut(String, KeyHit)) -> Res
         let local = u64::from_be_bytes(entry[len..len + 8].try_into().expect("8"));
         let store_timestamp_ms = i64::from_be_bytes(entry[len + 8..].try_into().expect("8"));
         each(
-            key.to_owned(),
+            key,
             KeyHit {
                 local,
                 store_timestamp_ms,
@@ -172,54 +292,96 @@ mod tests {
         }
     }
 
+    fn hit(local: u64, store_timestamp_ms: i64) -> KeyHit {
+        KeyHit {
+            local,
+            store_timestamp_ms,
+        }
+    }
+
     #[test]
     fn indexes_keys_and_uniq_key_and_round_trips() {
-        let mut index: KeyIndex<()> = KeyIndex::new(100);
+        let mut index: KeyIndex<()> = KeyIndex::new(100, 4096);
         let props = "KEYS\u{1}a b\u{2}UNIQ_KEY\u{1}U1\u{2}";
-        index.add(
-            "T",
-            props,
-            KeyHit {
-                local: 10,
-                store_timestamp_ms: 1000,
-            },
+        index.add("T", props, hit(10, 1000));
+        index.add("T", "KEYS\u{1}a\u{2}", hit(20, 2000));
+        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 10), 0), vec![10, 20]);
+        assert_eq!(index.query(&q("T", "a", 1500, 2500, 10), 0), vec![20]);
+        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 1), 0), vec![20]);
+        assert_eq!(index.query(&q("T", "U1", 0, i64::MAX, 10), 0), vec![10]);
+        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 10), 15), vec![20]);
+        assert!(index.query(&q("U", "a", 0, i64::MAX, 10), 0).is_empty());
+        let pieces = index.encode_pending(15);
+        assert_eq!(pieces.len(), 1);
+        let (start, encoded, count) = &pieces[0];
+        assert_eq!(
+            (*start, *count),
+            (0, 3),
+            "k a, k b and UNIQ_KEY of the first record"
         );
-        index.add(
-            "T",
-            "KEYS\u{1}a\u{2}",
-            KeyHit {
-                local: 20,
-                store_timestamp_ms: 2000,
-            },
+        index.persisted(*count);
+        assert_eq!(index.encode_pending(u64::MAX)[0].2, 1);
+        let mut reloaded: KeyIndex<()> = KeyIndex::new(100, 4096);
+        reloaded.load(encoded).unwrap();
+        assert_eq!(reloaded.query(&q("T", "b", 0, i64::MAX, 10), 0), vec![10]);
+        assert!(reloaded.query(&q("T", "a", 1500, 2500, 10), 0).is_empty());
+        assert!(
+            reloaded.encode_pending(u64::MAX).is_empty(),
+            "loaded is durable"
         );
-        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 10)), vec![10, 20]);
-        assert_eq!(index.query(&q("T", "a", 1500, 2500, 10)), vec![20]);
-        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 1)), vec![20]);
-        assert_eq!(index.query(&q("T", "U1", 0, i64::MAX, 10)), vec![10]);
-        assert!(index.query(&q("U", "a", 0, i64::MAX, 10)).is_empty());
-        let (encoded, count) = index.encode_pending(15);
-        assert_eq!(count, 3, "k a, k b and UNIQ_KEY of the first record");
-        index.persisted(count);
-        assert_eq!(index.encode_pending(u64::MAX).1, 1);
-        let mut reloaded: KeyIndex<()> = KeyIndex::new(100);
-        reloaded.load(&encoded).unwrap();
-        assert_eq!(reloaded.query(&q("T", "b", 0, i64::MAX, 10)), vec![10]);
-        assert!(reloaded.query(&q("T", "a", 1500, 2500, 10)).is_empty());
         assert!(reloaded.load(&encoded[..encoded.len() - 1]).is_err());
+        let mut legacy: KeyIndex<()> = KeyIndex::new(100, 4096);
+        legacy.load_legacy(encoded).unwrap();
+        assert_eq!(
+            legacy.encode_pending(u64::MAX)[0].2,
+            3,
+            "legacy entries are rewritten"
+        );
+    }
+
+    #[test]
+    fn pending_entries_split_by_segment() {
+        let mut index: KeyIndex<()> = KeyIndex::new(100, 100);
+        for local in [10, 90, 120, 250] {
+            index.add("T", "KEYS\u{1}k\u{2}", hit(local, 1));
+        }
+        let pieces: Vec<(u64, usize)> = index
+            .encode_pending(200)
+            .into_iter()
+            .map(|(start, _, count)| (start, count))
+            .collect();
+        assert_eq!(pieces, [(0, 2), (100, 1)]);
+    }
+
+    #[test]
+    fn trimming_drops_the_oldest_hits_in_bounded_steps() {
+        let mut index: KeyIndex<()> = KeyIndex::new(100, 4096);
+        for local in 0..10u64 {
+            let props = format!("KEYS\u{1}k{} all\u{2}", local % 3);
+            index.add("T", &props, hit(local * 10, 1));
+        }
+        assert_eq!(index.hits(), 20);
+        assert!(!index.trim_below(55, 4), "12 hits lie below 55");
+        assert_eq!(index.hits(), 16);
+        assert!(index.trim_below(55, 100));
+        assert_eq!(index.hits(), 8);
+        assert_eq!(
+            index.query(&q("T", "all", 0, i64::MAX, 10), 0),
+            [60, 70, 80, 90]
+        );
+        assert_eq!(index.query(&q("T", "k0", 0, i64::MAX, 10), 0), [60, 90]);
+        assert!(index.trim_below(1000, 100));
+        assert_eq!(index.hits(), 0);
+        assert!(index.query(&q("T", "all", 0, i64::MAX, 10), 0).is_empty());
+        index.add("T", "KEYS\u{1}all\u{2}", hit(2000, 1));
+        assert_eq!(index.query(&q("T", "all", 0, i64::MAX, 10), 0), [2000]);
     }
 
     #[test]
     fn full_index_skips_and_counts() {
-        let mut index: KeyIndex<()> = KeyIndex::new(1);
-        index.add(
-            "T",
-            "KEYS\u{1}a b\u{2}",
-            KeyHit {
-                local: 1,
-                store_timestamp_ms: 1,
-            },
-        );
+        let mut index: KeyIndex<()> = KeyIndex::new(1, 4096);
+        index.add("T", "KEYS\u{1}a b\u{2}", hit(1, 1));
         assert_eq!(index.skipped, 1);
-        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 10)), vec![1]);
+        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 10), 0), vec![1]);
     }
 }

@@ -6,6 +6,7 @@
 //! fault-injecting ones ([`SimDisk`], [`SimClock`]).
 
 mod append_file;
+mod checkpoint;
 pub mod commit_log;
 pub mod config;
 mod consume_queue;
@@ -26,19 +27,22 @@ pub mod schedule;
 pub mod shard;
 pub mod sim_io;
 
-pub use config::{FlushMode, LogConfig, ShardConfig};
+pub use config::{FlushMode, LogConfig, RetentionConfig, ShardConfig};
 
 /// The maps every append and pull goes through (queues by topic, the key index, consumer
 /// offsets). std's SipHash of every UNIQ_KEY and topic name was 7 % of the broker's CPU on
 /// async sends; foldhash is several times faster and seeded per process, so a client cannot
 /// prepare colliding keys without seeing this process's seed.
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-pub use error::StoreError;
+pub use error::{DiskFull, StoreError};
 pub use file_replace::{replace_file, tmp_path, REPLACE_BYTES_MAX};
 pub use io::{Clock, Disk, DiskFile};
 pub use key_index::KeyQuery;
 pub use offset::PhysicalOffset;
 pub use real_io::{Durability, RealClock, RealDisk};
 pub use schedule::DelayLevels;
-pub use shard::{AppendResult, DeliveryTurn, QueueRead, QueueReadRequest, Shard};
+pub use shard::{
+    AppendResult, DeliveryTurn, Lag, QueueRead, QueueReadRequest, Removal, RemovalReason,
+    RetentionStats, Shard,
+};
 pub use sim_io::{SimClock, SimDisk, SimRng};

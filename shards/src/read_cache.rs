@@ -9,8 +9,9 @@
 //! shard's log, never shared), evicting the oldest span first.
 //!
 //! Log bytes below the written end never change (a group commit rewrites the partial last
-//! block with the same bytes before the new ones), so a cached span is never stale. (Nothing
-//! removes log bytes yet; retention, when it does, drops the spans of what it removed.)
+//! block with the same bytes before the new ones), so a cached span is never stale. Retention
+//! drops the spans of the segments it removes ([`ReadCache::drop_below`]), so their memory goes
+//! with them and no span of removed bytes is ever served.
 
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -25,6 +26,9 @@ pub(crate) struct ReadCache {
     spans: VecDeque<(u64, Bytes)>,
     bytes: usize,
     hits: u64,
+    /// Log bytes below it were removed: spans starting there are not kept (a read of them
+    /// that was in flight during the removal would otherwise add one back).
+    floor: u64,
 }
 
 impl ReadCache {
@@ -45,6 +49,9 @@ impl ReadCache {
     /// replaces the old one.
     pub(crate) fn insert(&mut self, start: u64, span: Bytes) {
         debug_assert!(span.len() <= READ_CACHE_BYTES_MAX, "a span fits the cache");
+        if start < self.floor {
+            return;
+        }
         if let Some(at) = self.spans.iter().position(|(s, _)| *s == start) {
             let (_, old) = self.spans.remove(at).expect("position is in range");
             self.bytes -= old.len();
@@ -55,6 +62,26 @@ impl ReadCache {
             let (_, oldest) = self.spans.pop_front().expect("bytes are counted in spans");
             self.bytes -= oldest.len();
         }
+    }
+
+    /// Drops every span that starts below `local` (a span lies within one segment and `local`
+    /// is where the first retained segment starts, so none straddles it), and keeps such
+    /// spans out from now on.
+    pub(crate) fn drop_below(&mut self, local: u64) {
+        self.floor = self.floor.max(local);
+        let bytes = &mut self.bytes;
+        self.spans.retain(|(start, span)| {
+            let keep = *start >= local;
+            if !keep {
+                *bytes -= span.len();
+            }
+            keep
+        });
+    }
+
+    /// Bytes of the spans held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Reads served from a cached span so far.
@@ -83,7 +110,29 @@ mod tests {
         assert!(cache.get(10_000, 1).is_some());
         assert!(cache.get(20_000_000, 1).is_some());
         cache.insert(10_000, Bytes::from(vec![3; 8]));
-        assert_eq!(cache.spans.len(), 2, "the span from 10 000 was replaced, not doubled");
+        assert_eq!(
+            cache.spans.len(),
+            2,
+            "the span from 10 000 was replaced, not doubled"
+        );
         assert_eq!(cache.bytes, big + 8);
+    }
+
+    #[test]
+    fn spans_below_a_removal_are_dropped_and_not_taken_back() {
+        let mut cache = ReadCache::default();
+        cache.insert(0, Bytes::from(vec![1; 100]));
+        cache.insert(4096, Bytes::from(vec![2; 100]));
+        cache.insert(8192, Bytes::from(vec![3; 100]));
+        cache.drop_below(8192);
+        assert!(cache.get(0, 1).is_none() && cache.get(4096, 1).is_none());
+        assert_eq!(&cache.get(8192, 2).unwrap()[..], [3, 3]);
+        assert_eq!(cache.bytes(), 100);
+        // A read of a removed segment that was in flight during the removal ends after it.
+        cache.insert(4096, Bytes::from(vec![2; 100]));
+        assert!(cache.get(4096, 1).is_none(), "not kept below the removal");
+        assert_eq!(cache.bytes(), 100);
+        cache.drop_below(100);
+        assert_eq!(cache.bytes(), 100, "a lower floor changes nothing");
     }
 }

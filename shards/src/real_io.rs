@@ -5,7 +5,7 @@
 //! a queue or a small file is replaced, never per message.
 
 use crate::dsync_ring::DsyncRing;
-use crate::io::{Clock, Disk, DiskFile};
+use crate::io::{Clock, Disk, DiskFile, DiskSpace};
 use bytes::Bytes;
 use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
 use std::cell::{Cell, RefCell};
@@ -188,6 +188,29 @@ impl Disk for RealDisk {
     async fn exists(&self, path: &Path) -> io::Result<bool> {
         path.try_exists()
     }
+
+    async fn space(&self, path: &Path) -> io::Result<DiskSpace> {
+        disk_space(path)
+    }
+}
+
+/// statvfs of the file system holding `path`: one metadata syscall, made by retention once per
+/// check interval and by the broker's runtime info, never per message.
+pub fn disk_space(path: &Path) -> io::Result<DiskSpace> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+    // SAFETY: statvfs fills the zeroed struct it is given; the path is NUL-terminated.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let block = stat.f_frsize as u64;
+    Ok(DiskSpace {
+        total: stat.f_blocks as u64 * block,
+        free: stat.f_bfree as u64 * block,
+        usable: stat.f_bavail as u64 * block,
+    })
 }
 
 /// System time and glommio timers.

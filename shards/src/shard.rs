@@ -7,16 +7,19 @@
 //! `checkpoint`, `consumer_offsets`.
 
 use crate::append_file::AppendFile;
-use crate::commit_log::{CommitLog, LogPosition, LogStats, OnDrop, TRAILER_BYTES};
+use crate::checkpoint::{Checkpoint, IndexFiles, QueueRange};
+use crate::commit_log::{CommitLog, LogStats, OnDrop, TRAILER_BYTES};
 use crate::config::{FlushMode, ShardConfig};
 use crate::consume_queue::{
     decode_entries, topic_dir_name, ConsumeQueue, CqEntry, QueueMap, CQ_ENTRY_BYTES,
 };
 use crate::consumer_offsets::ConsumerOffsets;
-use crate::error::{Result, StoreError};
+use crate::error::{DiskFull, Result, StoreError};
 use crate::event::Event;
 use crate::io::{Clock, Disk};
-use crate::key_index::{KeyHit, KeyIndex, KeyQuery};
+use crate::key_index::{
+    index_file_path, persist_index, IndexFile, KeyHit, KeyIndex, KeyQuery, LEGACY_INDEX_FILE,
+};
 use crate::meta_file::{read_meta, write_meta, MetaReader, MetaWriter};
 use crate::offset::{segment_file_name, PhysicalOffset};
 use crate::record::{
@@ -25,13 +28,17 @@ use crate::record::{
 };
 use crate::recovery::scan_log;
 use bytes::Bytes;
+use retention::{SegmentTimes, TopicTombstones};
 use schedule_delivery::ScheduleProgress;
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
+mod delete_topic;
+mod retention;
 mod schedule_delivery;
+pub use retention::{Lag, Removal, RemovalReason, RetentionStats};
 pub use schedule_delivery::DeliveryTurn;
 
 /// Most entries one queue read looks at when filtering by tag (RocketMQ's
@@ -79,48 +86,6 @@ pub struct QueueReadRequest<'a> {
     pub tag_filter: Option<&'a [i32]>,
 }
 
-/// How far the consume queues and the index are persisted.
-#[derive(Default)]
-struct Checkpoint {
-    log: LogPosition,
-    index_bytes: u64,
-    queues: Vec<(String, i32, u64)>,
-}
-
-impl Checkpoint {
-    fn encode(&self) -> Vec<u8> {
-        let mut w = MetaWriter::default();
-        w.u64(self.log.local)
-            .u32(self.log.chain)
-            .u64(self.index_bytes);
-        w.u32(self.queues.len() as u32);
-        for (topic, queue_id, count) in &self.queues {
-            w.str(topic).u32(*queue_id as u32).u64(*count);
-        }
-        w.0
-    }
-
-    fn decode(payload: &[u8]) -> Result<Self> {
-        let mut r = MetaReader::new(payload, "checkpoint");
-        let log = LogPosition {
-            local: r.u64()?,
-            chain: r.u32()?,
-        };
-        let index_bytes = r.u64()?;
-        let count = r.u32()?;
-        let mut queues = Vec::new();
-        for _ in 0..count {
-            queues.push((r.str()?, r.u32()? as i32, r.u64()?));
-        }
-        r.finish()?;
-        Ok(Self {
-            log,
-            index_bytes,
-            queues,
-        })
-    }
-}
-
 /// Makes sure `config` describes the data in its directory: recovery under another shard id
 /// or segment size would read valid records as invalid and truncate them away. The first
 /// open records both in `shard.meta`.
@@ -159,9 +124,113 @@ pub struct Shard<D: Disk, C: Clock> {
     offsets: RefCell<ConsumerOffsets>,
     /// Delivery progress of the delay levels (next offset of each schedule queue).
     schedule: RefCell<ScheduleProgress>,
+    /// The newest store time of each segment: when it expires.
+    segment_times: RefCell<SegmentTimes>,
+    /// Topics deleted while records of theirs are still in the log.
+    deleted_topics: RefCell<TopicTombstones>,
+    /// Local offset below which nothing is served: the end of the segment retention is
+    /// removing or removed.
+    served_from: Cell<u64>,
+    retention: RefCell<RetentionStats>,
+    /// Set while one retention step runs (one at a time).
+    retaining: Cell<bool>,
+    /// The partition's used ratio while it is above `diskSpaceWarningLevelRatio`: appends
+    /// are refused meanwhile (set and cleared by [`Shard::check_disk_usage`]).
+    disk_full: Cell<Option<f64>>,
+    /// The single pre-segment index file is still on disk (removed after the first persist).
+    legacy_index: Cell<bool>,
     checkpoint_seq: Cell<u64>,
     persisting: Cell<bool>,
     persisted: Event,
+}
+
+/// Loads the checkpointed part of every queue: entries `[min, end)` of its file.
+async fn load_queues<D: Disk>(
+    disk: &D,
+    config: &ShardConfig,
+    checkpoint: &Checkpoint,
+) -> Result<QueueMap<D::File>> {
+    let mut queues: QueueMap<D::File> = QueueMap::default();
+    for range in &checkpoint.queues {
+        let path = queue_path(config, &range.topic, range.queue_id);
+        let what = path.display().to_string();
+        if range.min > range.end {
+            return Err(StoreError::Corrupt {
+                file: what,
+                reason: "min offset past the end".into(),
+            });
+        }
+        let len = range.end * CQ_ENTRY_BYTES as u64;
+        let file = AppendFile::open(disk, &path, len).await?;
+        let from = range.min * CQ_ENTRY_BYTES as u64;
+        let bytes = file.read_range(from, len - from).await?;
+        let count = (range.end - range.min) as usize;
+        let entries = decode_entries(&bytes, count, config.shard_id, &what)?;
+        if entries
+            .back()
+            .is_some_and(|e| e.local >= checkpoint.log.local)
+        {
+            return Err(StoreError::Corrupt {
+                file: what,
+                reason: "entry past the checkpoint".into(),
+            });
+        }
+        let queue = ConsumeQueue {
+            base: range.min,
+            persisted: range.end,
+            entries,
+            file: Some(file),
+            event: Rc::default(),
+        };
+        queues.insert(&range.topic, range.queue_id, queue);
+    }
+    Ok(queues)
+}
+
+/// Loads the checkpointed part of the key index: per-segment files, or the single file of a
+/// store made before them (whose entries become pending, to be rewritten per segment).
+/// Returns whether that single file is still there.
+async fn load_index<D: Disk>(
+    disk: &D,
+    dir: &std::path::Path,
+    index: &mut KeyIndex<D::File>,
+    files: &IndexFiles,
+) -> Result<bool> {
+    let legacy = dir.join(LEGACY_INDEX_FILE);
+    match files {
+        IndexFiles::Legacy(bytes) => {
+            let file = AppendFile::open(disk, &legacy, *bytes).await?;
+            index.load_legacy(&file.read_prefix(*bytes).await?)?;
+            Ok(true)
+        }
+        IndexFiles::PerSegment(files) => {
+            for &(start, bytes) in files {
+                let file = AppendFile::open(disk, &index_file_path(dir, start), bytes).await?;
+                index.load(&file.read_prefix(bytes).await?)?;
+                index.files.insert(start, IndexFile { bytes, file: None });
+            }
+            Ok(disk.exists(&legacy).await?)
+        }
+    }
+}
+
+/// Unlinks `path`; one already gone is fine (a removal repeated after a crash or a failure,
+/// a file never written). Returns whether it was there.
+async fn remove_if_there<D: Disk>(disk: &D, path: &std::path::Path) -> Result<bool> {
+    match disk.remove(path).await {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn queue_path(config: &ShardConfig, topic: &str, queue_id: i32) -> PathBuf {
+    config
+        .dir
+        .join("consumequeue")
+        .join(topic_dir_name(topic))
+        .join(queue_id.to_string())
+        .join(segment_file_name(0))
 }
 
 impl<D: Disk, C: Clock> Shard<D, C> {
@@ -169,20 +238,15 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         self.config.dir.join(name)
     }
 
-    fn queue_path(config: &ShardConfig, topic: &str, queue_id: i32) -> PathBuf {
-        config
-            .dir
-            .join("consumequeue")
-            .join(topic_dir_name(topic))
-            .join(queue_id.to_string())
-            .join(segment_file_name(0))
-    }
-
     /// Opens (or creates) the shard in `config.dir` and recovers it: loads the checkpointed
     /// consume queues and index, validates the log from the checkpoint on, truncates it at the
-    /// first invalid entry and rebuilds the queues and index past the checkpoint.
+    /// first invalid entry and rebuilds the queues and index past the checkpoint (skipping
+    /// records of deleted topics).
     pub async fn open(config: ShardConfig, disk: D, clock: C) -> Result<Self> {
         config.validate()?;
+        // Wall time of each recovery stage, for the log line below only (the simulated clock
+        // does not move during an open, so the clock seam would say nothing).
+        let started = std::time::Instant::now();
         let dir = &config.dir;
         for sub in ["commitlog", "consumequeue", "index"] {
             disk.create_dir_all(&dir.join(sub)).await?;
@@ -193,43 +257,31 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             None => (0, Checkpoint::default()),
         };
         let shard_id = config.shard_id;
-        let mut queues: QueueMap<D::File> = QueueMap::default();
-        for (topic, queue_id, count) in &checkpoint.queues {
-            let path = Self::queue_path(&config, topic, *queue_id);
-            let len = count * CQ_ENTRY_BYTES as u64;
-            let file = AppendFile::open(&disk, &path, len).await?;
-            let bytes = file.read_prefix(len).await?;
-            let what = path.display().to_string();
-            let entries = decode_entries(&bytes, *count as usize, shard_id, &what)?;
-            if entries
-                .last()
-                .is_some_and(|e| e.local >= checkpoint.log.local)
-            {
-                return Err(StoreError::Corrupt {
-                    file: what,
-                    reason: "entry past the checkpoint".into(),
-                });
-            }
-            let queue = ConsumeQueue {
-                persisted: entries.len(),
-                entries,
-                file: Some(file),
-                event: Rc::default(),
-            };
-            queues.insert(topic, *queue_id, queue);
-        }
-        let mut index = KeyIndex::new(config.index_entries_max);
-        let index_file =
-            AppendFile::open(&disk, &dir.join("index/keys"), checkpoint.index_bytes).await?;
-        index.load(&index_file.read_prefix(checkpoint.index_bytes).await?)?;
-        index.file = Some(index_file);
+        let mut queues = load_queues(&disk, &config, &checkpoint).await?;
+        let queues_loaded = started.elapsed();
+        let segment_bytes = config.log.segment_bytes;
+        let mut index = KeyIndex::new(config.index_entries_max, segment_bytes);
+        let legacy_index = load_index(&disk, dir, &mut index, &checkpoint.index).await?;
+        let index_loaded = started.elapsed();
+        let (queue_entries_loaded, index_hits_loaded) = (
+            queues
+                .iter()
+                .map(|(_, _, q)| q.entries.len())
+                .sum::<usize>(),
+            index.hits(),
+        );
+        let deleted = TopicTombstones::from(checkpoint.deleted_topics.clone());
+        let mut segment_times = SegmentTimes::from(checkpoint.segments.clone());
 
         let end = scan_log(
             &disk,
             &dir.join("commitlog"),
-            config.log.segment_bytes,
+            segment_bytes,
             checkpoint.log,
             |view, local| {
+                if deleted.covers(view.topic(), local) {
+                    return true;
+                }
                 let physical = PhysicalOffset::new(shard_id, local).to_wire();
                 let tag_hash = config.delay_levels.tags_code(
                     view.topic(),
@@ -238,12 +290,10 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     view.tag_hash_code(),
                 );
                 let queue = queues.get_or_create(view.topic(), view.queue_id());
-                if view.queue_offset() != queue.entries.len() as i64
-                    || view.physical_offset() != physical
-                {
+                if view.queue_offset() != queue.end() as i64 || view.physical_offset() != physical {
                     return false;
                 }
-                queue.entries.push(CqEntry {
+                queue.entries.push_back(CqEntry {
                     local,
                     size: view.total_size() as u32,
                     tag_hash,
@@ -253,10 +303,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     store_timestamp_ms: view.store_timestamp_ms(),
                 };
                 index.add(view.topic(), view.properties(), hit);
+                segment_times.note(local - local % segment_bytes, hit.store_timestamp_ms);
                 true
             },
         )
         .await?;
+        let scanned = started.elapsed();
         let entry_bytes_max = config.entry_bytes_max();
         let log = CommitLog::open(
             disk.clone(),
@@ -266,12 +318,19 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             end,
         )
         .await?;
+        let first = log.first_segment();
+        // Segments the checkpoint does not time (a store from before retention) count from now.
+        segment_times.keep_only(&log.segments(), clock.now_ms());
+        let mut deleted = deleted;
+        deleted.forget_below(first);
+        // Persisted before any append, or a second crash would take new records for old.
+        let tombstones_moved = deleted.clamp_to(end.local);
         let offsets = match read_meta(&disk, &dir.join("consumer_offsets")).await? {
             Some((seq, payload)) => ConsumerOffsets::decode(seq, &payload)?,
             None => ConsumerOffsets::default(),
         };
         let schedule = ScheduleProgress::load(&disk, dir, &config.delay_levels, &queues).await?;
-        Ok(Self {
+        let shard = Self {
             config,
             disk,
             clock,
@@ -280,10 +339,35 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             index: RefCell::new(index),
             offsets: RefCell::new(offsets),
             schedule: RefCell::new(schedule),
+            segment_times: RefCell::new(segment_times),
+            deleted_topics: RefCell::new(deleted),
+            served_from: Cell::new(first),
+            retention: RefCell::new(RetentionStats::default()),
+            retaining: Cell::new(false),
+            disk_full: Cell::new(None),
+            legacy_index: Cell::new(legacy_index),
             checkpoint_seq: Cell::new(checkpoint_seq),
             persisting: Cell::new(false),
             persisted: Event::default(),
-        })
+        };
+        shard.remove_orphan_index_files().await?;
+        if tombstones_moved {
+            shard.persist().await?;
+        }
+        // What recovery cost and where: the checkpointed consume queues and key index are
+        // loaded whole, the log is scanned from the checkpoint only.
+        tracing::info!(
+            shard = shard.config.shard_id,
+            queue_entries_loaded,
+            index_hits_loaded,
+            scanned_bytes = end.local - checkpoint.log.local,
+            queues_ms = queues_loaded.as_millis() as u64,
+            index_ms = (index_loaded - queues_loaded).as_millis() as u64,
+            scan_ms = (scanned - index_loaded).as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "shard recovered"
+        );
+        Ok(shard)
     }
 
     /// Appends one message; resolves per the flush mode (after its bytes are durable under
@@ -310,6 +394,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             entry_bytes += len + TRAILER_BYTES;
             encoded.push((len, tag_hash, properties));
         }
+        if let Some(used_ratio) = self.disk_full.get() {
+            return Err(StoreError::DiskFull(DiskFull::AboveWarningLevel {
+                used_ratio,
+                warning_ratio: self.config.retention.warning_ratio,
+            }));
+        }
         self.log.reserve(entry_bytes).await?;
         // From here to the last push nothing awaits: positions and queue offsets are assigned
         // in the same order, with no other append in between.
@@ -319,11 +409,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         {
             let mut queues = self.queues.borrow_mut();
             let mut index = self.index.borrow_mut();
+            let mut segment_times = self.segment_times.borrow_mut();
             for (message, (size, tag_hash, properties)) in messages.iter().zip(encoded) {
                 let local = self.log.write_pos();
                 let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
                 let queue = queues.get_or_create(&message.topic, message.queue_id);
-                let queue_offset = queue.entries.len() as i64;
+                let queue_offset = queue.end() as i64;
                 let tag_hash = self.config.delay_levels.tags_code(
                     &message.topic,
                     message.queue_id,
@@ -340,7 +431,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     .log
                     .push_with(size, |out| encode_into(message, &store, out))?;
                 debug_assert_eq!(pushed, local);
-                queue.entries.push(CqEntry {
+                queue.entries.push_back(CqEntry {
                     local,
                     size: size as u32,
                     tag_hash,
@@ -350,6 +441,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     store_timestamp_ms: now,
                 };
                 index.add(&message.topic, properties, hit);
+                segment_times.note(self.log.segment_start_of(local), now);
                 events.push(queue.event.clone());
                 results.push(AppendResult {
                     physical_offset: physical,
@@ -392,36 +484,53 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         self.log.run_flusher(&self.clock).await
     }
 
-    fn visible_entries(&self, topic: &str, queue_id: i32) -> (usize, Option<Rc<Event>>) {
-        let visible_end = self.log.visible_end();
+    /// Smallest offset of a queue: where its first retained entry is (0 for a queue never
+    /// trimmed or not there; the end for one whose every entry went with its segments).
+    pub fn min_offset(&self, topic: &str, queue_id: i32) -> i64 {
         let queues = self.queues.borrow();
-        match queues.get(topic, queue_id) {
-            Some(q) => (q.visible_count(visible_end), Some(q.event.clone())),
-            None => (0, None),
-        }
-    }
-
-    /// Smallest offset of a queue (0: nothing is deleted yet).
-    pub fn min_offset(&self, _topic: &str, _queue_id: i32) -> i64 {
-        0
+        queues.get(topic, queue_id).map_or(0, |q| q.base as i64)
     }
 
     /// One past the last readable entry of a queue.
     pub fn max_offset(&self, topic: &str, queue_id: i32) -> i64 {
-        self.visible_entries(topic, queue_id).0 as i64
+        let visible_end = self.log.visible_end();
+        let queues = self.queues.borrow();
+        queues
+            .get(topic, queue_id)
+            .map_or(0, |q| q.visible_end(visible_end) as i64)
+    }
+
+    /// Whether the record at `offset` of a queue is stored and still in memory (the hot
+    /// tail): Apache's `checkInMemByConsumeOffset`, which decides whether a group with no
+    /// offset starts at 0.
+    pub fn in_memory(&self, topic: &str, queue_id: i32, offset: i64) -> bool {
+        let visible_end = self.log.visible_end();
+        let local = {
+            let queues = self.queues.borrow();
+            let entry = u64::try_from(offset)
+                .ok()
+                .and_then(|o| queues.get(topic, queue_id)?.get(o).copied());
+            match entry {
+                Some(entry) if entry.local < visible_end => entry.local,
+                _ => return false,
+            }
+        };
+        self.log.in_memory(local)
     }
 
     /// Reads records of one queue from an offset, up to a count and a byte budget (at least
-    /// one record if any matches), optionally keeping only some tag hash codes.
+    /// one record if any matches), optionally keeping only some tag hash codes. Nothing
+    /// below the queue's min offset is returned, even if retention trims it during the read.
     pub async fn read_queue(&self, request: QueueReadRequest<'_>) -> Result<QueueRead> {
+        let min = self.min_offset(request.topic, request.queue_id);
         let max = self.max_offset(request.topic, request.queue_id);
         let mut read = QueueRead {
             records: Vec::new(),
             next_offset: request.offset,
-            min_offset: 0,
+            min_offset: min,
             max_offset: max,
         };
-        if request.offset < 0 || request.offset >= max {
+        if request.offset < min || request.offset >= max {
             return Ok(read);
         }
         let max_count = request.max_count.min(READ_COUNT_MAX);
@@ -430,17 +539,18 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         } else {
             max_count
         };
-        let start = request.offset as usize;
+        let start = request.offset as u64;
         let entries: Vec<CqEntry> = {
             let queues = self.queues.borrow();
             let queue = queues
                 .get(request.topic, request.queue_id)
                 .expect("a queue with entries exists");
-            let end = (max as usize).min(start + scan);
-            queue.entries[start..end].to_vec()
+            let end = (max as u64).min(start + scan as u64);
+            queue.range(start, end).copied().collect()
         };
         // Choose the records first (count, byte budget, filter), then read them together.
         let mut chosen: Vec<(u64, usize)> = Vec::new();
+        let mut chosen_offsets: Vec<i64> = Vec::new();
         let mut bytes = 0;
         for entry in entries {
             if chosen.len() >= max_count {
@@ -455,19 +565,41 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 }
                 bytes += entry.size as usize;
                 chosen.push((entry.local, entry.size as usize));
+                chosen_offsets.push(read.next_offset);
             }
             read.next_offset += 1;
         }
-        read.records = self.log.read_records(&chosen).await?;
+        let records = self.log.read_records(&chosen).await;
+        // Retention may have trimmed the queue while the read waited (and removed the
+        // segment it read from): what went is not served, whether the read failed or not.
+        let min_now = self.min_offset(request.topic, request.queue_id);
+        if min_now > min {
+            read.min_offset = min_now;
+            read.next_offset = read.next_offset.max(min_now);
+        }
+        read.records = match records {
+            Ok(records) => records
+                .into_iter()
+                .zip(chosen_offsets)
+                .filter(|(_, offset)| *offset >= min_now)
+                .map(|(record, _)| record)
+                .collect(),
+            Err(_) if min_now > min => Vec::new(),
+            Err(e) => return Err(e),
+        };
         Ok(read)
     }
 
-    /// Reads one record by its client-visible physical offset.
+    /// Reads one record by its client-visible physical offset; nothing retention removed or
+    /// of a deleted topic is found.
     pub async fn read_at(&self, physical_offset: i64) -> Result<Bytes> {
         let missing = || StoreError::NoSuchRecord(physical_offset);
         let physical = PhysicalOffset::from_wire(physical_offset).ok_or_else(missing)?;
         let local = physical.local();
-        if physical.shard_id() != self.config.shard_id || local >= self.log.visible_end() {
+        if physical.shard_id() != self.config.shard_id
+            || local >= self.log.visible_end()
+            || local < self.served_from.get()
+        {
             return Err(missing());
         }
         let head = self.log.read(local, 8).await.map_err(|_| missing())?;
@@ -478,11 +610,17 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         {
             return Err(missing());
         }
-        let bytes = self.log.read(local, size).await?;
+        let bytes = self.log.read(local, size).await.map_err(|_| missing())?;
         // A forged offset may land inside a record: only a whole record at that very offset
         // is an answer.
         match RecordView::parse(bytes) {
-            Ok(view) if view.physical_offset() == physical_offset => Ok(view.into_bytes()),
+            Ok(view)
+                if view.physical_offset() == physical_offset
+                    && local >= self.served_from.get()
+                    && !self.deleted_topics.borrow().covers(view.topic(), local) =>
+            {
+                Ok(view.into_bytes())
+            }
             _ => Err(missing()),
         }
     }
@@ -492,21 +630,38 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         Ok(RecordView::parse(bytes)?.store_timestamp_ms())
     }
 
-    /// The first offset of a queue whose record was stored at or after `timestamp_ms` (the
-    /// max offset if none), by binary search over the queue.
+    /// The first offset of a queue whose record was stored at or after `timestamp_ms`, by
+    /// binary search over the retained entries: the min offset for a time before them all,
+    /// the max offset for one after.
     pub async fn search_offset_by_time(
         &self,
         topic: &str,
         queue_id: i32,
         timestamp_ms: i64,
     ) -> Result<i64> {
-        let (count, _) = self.visible_entries(topic, queue_id);
-        let (mut lo, mut hi) = (0usize, count);
+        let (mut lo, mut hi) = (
+            self.min_offset(topic, queue_id) as u64,
+            self.max_offset(topic, queue_id) as u64,
+        );
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let entry = {
                 let queues = self.queues.borrow();
-                queues.get(topic, queue_id).expect("has entries").entries[mid]
+                queues
+                    .get(topic, queue_id)
+                    .and_then(|q| q.get(mid))
+                    .copied()
+            };
+            let Some(entry) = entry else {
+                let min = self.min_offset(topic, queue_id) as u64;
+                if min <= mid {
+                    // The queue was deleted meanwhile.
+                    return Ok(lo as i64);
+                }
+                // Trimmed meanwhile: the answer lies at or above the new min.
+                lo = min;
+                hi = hi.max(lo);
+                continue;
             };
             if self.store_timestamp_of(&entry).await? < timestamp_ms {
                 lo = mid + 1;
@@ -517,18 +672,28 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         Ok(lo as i64)
     }
 
-    /// The most recent records matching `query` (at most [`QUERY_RESULTS_MAX`]), in log order.
+    /// The most recent records matching `query` (at most [`QUERY_RESULTS_MAX`]), in log order;
+    /// none of a deleted topic's old incarnation nor below what retention removed.
     pub async fn query_by_key(&self, query: KeyQuery<'_>) -> Result<Vec<Bytes>> {
         let visible_end = self.log.visible_end();
         let capped = KeyQuery {
             max: query.max.min(QUERY_RESULTS_MAX),
             ..query
         };
-        let locals = self.index.borrow().query(&capped);
+        let served_from = self
+            .served_from
+            .get()
+            .max(self.deleted_topics.borrow().end_of(query.topic));
+        let locals = self.index.borrow().query(&capped, served_from);
         let mut records = Vec::new();
         for local in locals.into_iter().filter(|l| *l < visible_end) {
             let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
-            records.push(self.read_at(physical).await?);
+            match self.read_at(physical).await {
+                Ok(record) => records.push(record),
+                // Removed by retention since the lookup.
+                Err(StoreError::NoSuchRecord(_)) if local < self.served_from.get() => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(records)
     }
@@ -541,7 +706,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 let mut queues = self.queues.borrow_mut();
                 let queue = queues.get_or_create(topic, queue_id);
                 let seen = queue.event.version();
-                if queue.visible_count(self.log.visible_end()) as i64 > offset {
+                if queue.visible_end(self.log.visible_end()) as i64 > offset {
                     return Ok(());
                 }
                 (queue.event.clone(), seen)
@@ -583,6 +748,14 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     /// durable part of the log, then the checkpoint that says so. Concurrent calls run one
     /// after the other.
     pub async fn persist(&self) -> Result<()> {
+        let _exclusive = self.persist_lock().await;
+        self.persist_once().await
+    }
+
+    /// Waits until no persist runs and keeps others out until the guard is dropped: held by
+    /// a persist, and by whatever removes queues or index files (retention, topic deletion),
+    /// so no persist has one of their files taken out meanwhile.
+    async fn persist_lock(&self) -> OnDrop<impl FnOnce() + '_> {
         loop {
             let seen = self.persisted.version();
             if !self.persisting.get() {
@@ -591,15 +764,16 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             self.persisted.changed(seen).await;
         }
         self.persisting.set(true);
-        // Released even if this persist is dropped half-way, so the next one can run.
-        let _running = OnDrop(Some(|| {
+        // Released even if the holder is dropped half-way, so the next one can run.
+        OnDrop(Some(|| {
             self.persisting.set(false);
             self.persisted.notify();
-        }));
-        self.persist_once().await
+        }))
     }
 
+    /// One persist; the caller holds [`Shard::persist_lock`].
     async fn persist_once(&self) -> Result<()> {
+        debug_assert!(self.persisting.get(), "persist without the lock");
         self.persist_schedule_progress().await?;
         let offsets = {
             let offsets = self.offsets.borrow();
@@ -618,71 +792,38 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             let queues = self.queues.borrow();
             queues.iter().map(|(t, id, _)| (t.to_owned(), id)).collect()
         };
+        const HELD: &str = "queues are removed only under the persist lock";
         for key in keys {
-            let (file, data, persisted, count) = {
+            let (file, data, persisted, end) = {
                 let mut queues = self.queues.borrow_mut();
-                let queue = queues
-                    .get_mut(&key.0, key.1)
-                    .expect("queues are never removed");
-                let count = queue.visible_count(boundary.local);
-                if count <= queue.persisted {
+                let queue = queues.get_mut(&key.0, key.1).expect(HELD);
+                let end = queue.visible_end(boundary.local);
+                if end <= queue.persisted {
                     continue;
                 }
-                let data: Vec<u8> = queue.entries[queue.persisted..count]
-                    .iter()
+                let data: Vec<u8> = queue
+                    .range(queue.persisted, end)
                     .flat_map(|e| e.encode(self.config.shard_id))
                     .collect();
-                (queue.file.take(), data, queue.persisted, count)
+                (queue.file.take(), data, queue.persisted, end)
             };
             let mut file = match file {
                 Some(file) => file,
                 None => {
-                    let path = Self::queue_path(&self.config, &key.0, key.1);
-                    AppendFile::open(&self.disk, &path, (persisted * CQ_ENTRY_BYTES) as u64).await?
+                    let path = queue_path(&self.config, &key.0, key.1);
+                    let len = persisted * CQ_ENTRY_BYTES as u64;
+                    AppendFile::open(&self.disk, &path, len).await?
                 }
             };
             let result = file.append(&data).await;
             let mut queues = self.queues.borrow_mut();
-            let queue = queues
-                .get_mut(&key.0, key.1)
-                .expect("queues are never removed");
+            let queue = queues.get_mut(&key.0, key.1).expect(HELD);
             queue.file = Some(file);
             result?;
-            queue.persisted = count;
+            queue.persisted = end;
         }
-        let (file, (data, count)) = {
-            let mut index = self.index.borrow_mut();
-            (index.file.take(), index.encode_pending(boundary.local))
-        };
-        let mut file = match file {
-            Some(file) => file,
-            None => {
-                let len = self.index.borrow().persisted_bytes;
-                AppendFile::open(&self.disk, &self.path("index/keys"), len).await?
-            }
-        };
-        let result = file.append(&data).await;
-        {
-            let mut index = self.index.borrow_mut();
-            index.persisted_bytes = file.len();
-            index.file = Some(file);
-            if result.is_ok() {
-                index.persisted(count);
-            }
-        }
-        result?;
-        let checkpoint = {
-            let queues = self.queues.borrow();
-            Checkpoint {
-                log: boundary,
-                index_bytes: self.index.borrow().persisted_bytes,
-                queues: queues
-                    .iter()
-                    .filter(|(_, _, q)| q.persisted > 0)
-                    .map(|(topic, id, q)| (topic.to_owned(), id, q.persisted as u64))
-                    .collect(),
-            }
-        };
+        persist_index(&self.index, &self.disk, &self.config.dir, boundary.local).await?;
+        let checkpoint = self.checkpoint_at(boundary);
         let seq = self.checkpoint_seq.get() + 1;
         write_meta(
             &self.disk,
@@ -692,6 +833,63 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         )
         .await?;
         self.checkpoint_seq.set(seq);
+        if self.legacy_index.get() {
+            // Its entries are in the per-segment files the checkpoint names now.
+            remove_if_there(&self.disk, &self.path(LEGACY_INDEX_FILE)).await?;
+            self.disk.sync_dir(&self.path("index")).await?;
+            self.legacy_index.set(false);
+        }
+        Ok(())
+    }
+
+    /// What the checkpoint at `boundary` holds (see `checkpoint.rs`).
+    fn checkpoint_at(&self, boundary: crate::commit_log::LogPosition) -> Checkpoint {
+        let queues = self.queues.borrow();
+        let index = self.index.borrow();
+        let segments = self.segment_times.borrow().of(&self.log.segments());
+        Checkpoint {
+            log: boundary,
+            queues: queues
+                .iter()
+                .filter(|(_, _, q)| q.persisted > 0)
+                .map(|(topic, queue_id, q)| QueueRange {
+                    topic: topic.to_owned(),
+                    queue_id,
+                    min: q.base,
+                    end: q.persisted,
+                })
+                .collect(),
+            segments,
+            index: IndexFiles::PerSegment(
+                index
+                    .files
+                    .iter()
+                    .filter(|(_, f)| f.bytes > 0)
+                    .map(|(start, f)| (*start, f.bytes))
+                    .collect(),
+            ),
+            deleted_topics: self.deleted_topics.borrow().list(),
+        }
+    }
+
+    /// Index files of segments below the log's first one that a crash left behind (their
+    /// removal follows the checkpoint that stopped naming them).
+    async fn remove_orphan_index_files(&self) -> Result<()> {
+        let dir = self.path("index");
+        let first = self.log.first_segment();
+        let mut removed = false;
+        for name in self.disk.list_dir(&dir).await? {
+            let orphan = crate::offset::parse_segment_file_name(&name).is_some_and(|start| {
+                start < first && !self.index.borrow().files.contains_key(&start)
+            });
+            if orphan {
+                self.disk.remove(&dir.join(&name)).await?;
+                removed = true;
+            }
+        }
+        if removed {
+            self.disk.sync_dir(&dir).await?;
+        }
         Ok(())
     }
 
@@ -711,5 +909,20 @@ impl<D: Disk, C: Clock> Shard<D, C> {
 
     pub fn config(&self) -> &ShardConfig {
         &self.config
+    }
+
+    /// Start of the oldest commit-log segment still on disk (local offset): the log's min.
+    pub fn log_min(&self) -> u64 {
+        self.log.first_segment()
+    }
+
+    /// Starts of the commit-log segments on disk, oldest first.
+    pub fn log_segments(&self) -> Vec<u64> {
+        self.log.segments()
+    }
+
+    /// Key-index hits held in memory.
+    pub fn index_hits(&self) -> usize {
+        self.index.borrow().hits()
     }
 }

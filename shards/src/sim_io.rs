@@ -12,7 +12,7 @@
 //! Simplification: `sync_dir` makes every pending namespace change durable, not only those of
 //! that directory (the engine syncs the directory after each change it depends on anyway).
 
-use crate::io::{Clock, Disk, DiskFile, BLOCK_BYTES};
+use crate::io::{Clock, Disk, DiskFile, DiskSpace, BLOCK_BYTES};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -438,9 +438,12 @@ impl Disk for SimDisk {
         Ok(())
     }
 
-    async fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
+    async fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
         state.step()?;
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
         state.names_durable = state.names.clone();
         state.namespace_pending.clear();
         Ok(())
@@ -450,6 +453,18 @@ impl Disk for SimDisk {
         let mut state = self.state.borrow_mut();
         state.step()?;
         Ok(state.names.contains_key(path) || state.dirs.contains(path))
+    }
+
+    /// The capacity is the partition's size; what live files use is taken from it.
+    async fn space(&self, _path: &Path) -> io::Result<DiskSpace> {
+        let mut state = self.state.borrow_mut();
+        state.step()?;
+        let free = state.capacity_bytes.saturating_sub(state.used_bytes());
+        Ok(DiskSpace {
+            total: state.capacity_bytes,
+            free,
+            usable: free,
+        })
     }
 }
 

@@ -1,8 +1,11 @@
 //! Deterministic simulation: seeded random workloads of appends, reads, flushes, persists,
-//! full disks, failing fsyncs and crashes on the simulated disk. After every crash:
-//! every append reported durable reads back byte-identical (by physical offset and by queue
-//! offset), every record served is whole and one we submitted, and queue offsets are
-//! contiguous from 0.
+//! full disks, failing fsyncs, retention steps (the clock jumping ahead; crashes armed inside
+//! them), topic deletions and crashes on the simulated disk. After every crash: every append
+//! reported durable and not removed by retention reads back byte-identical (by physical offset
+//! and by queue offset), every record served is whole, one we submitted, not of a deleted
+//! topic and not below what retention reported removed, and queue offsets are contiguous
+//! from each queue's min offset. A removal for expiry only ever takes records stored
+//! `fileReservedTime` ago or more.
 //!
 //! A failure prints its seed; replay it with
 //! `SIM_SEED=<seed> cargo test -p ringmq-shards --test simulation -- --nocapture`.
@@ -14,7 +17,7 @@ use bytes::Bytes;
 use common::{config, message};
 use futures_lite::future::{block_on, zip};
 use ringmq_shards::record::{Message, RecordView};
-use ringmq_shards::{FlushMode, QueueReadRequest, Shard, SimClock, SimDisk, SimRng};
+use ringmq_shards::{Clock, FlushMode, QueueReadRequest, Shard, SimClock, SimDisk, SimRng};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -25,6 +28,8 @@ const OPS_PER_SEED: usize = 250;
 const TOPICS: [&str; 2] = ["TopicA", "%RETRY%group"];
 const QUEUES: i32 = 3;
 const DISK_BYTES: u64 = 256 << 20;
+/// `fileReservedTime` of the simulated shards: the clock jumps by up to twice this.
+const RESERVED_MS: i64 = 2_000;
 
 type SimShard = Shard<SimDisk, SimClock>;
 
@@ -45,6 +50,7 @@ impl Drop for SeedGuard {
 #[derive(Clone)]
 struct Stored {
     physical: i64,
+    store_ms: i64,
     topic: String,
     queue_id: i32,
     queue_offset: i64,
@@ -68,6 +74,15 @@ struct World {
     /// Consumer offset values a crash may leave for group "g" on TopicA/0.
     offset_candidates: Vec<Option<i64>>,
     crashes: u32,
+    clean_forcibly: bool,
+    /// Local offset below which retention reported everything removed: never served again.
+    removed_below: u64,
+    /// Local offset below which a failed retention step may have removed records.
+    at_risk_below: u64,
+    /// Sequence numbers of messages of deleted topics: never served again.
+    deleted: HashSet<u64>,
+    removals: u32,
+    deletions: u32,
 }
 
 impl World {
@@ -90,7 +105,9 @@ impl World {
         // Recovery runs on a healthy disk; faults come back for the workload.
         self.disk.set_fsync_fail_per_mille(0);
         self.disk.set_capacity(DISK_BYTES);
-        let cfg = config(Path::new("/shard"), self.mode, self.segment_bytes);
+        let mut cfg = config(Path::new("/shard"), self.mode, self.segment_bytes);
+        cfg.retention.file_reserved = std::time::Duration::from_millis(RESERVED_MS as u64);
+        cfg.retention.clean_forcibly_enable = self.clean_forcibly;
         let shard = Shard::open(cfg, self.disk.clone(), self.clock.clone())
             .await
             .expect("recovery must succeed on a healthy disk");
@@ -102,10 +119,15 @@ impl World {
     /// Records the results of a successful append.
     async fn appended(&mut self, shard: &SimShard, results: Vec<ringmq_shards::AppendResult>) {
         for r in results {
-            let bytes = shard
-                .read_at(r.physical_offset)
-                .await
-                .expect("acknowledged record readable");
+            let bytes = match shard.read_at(r.physical_offset).await {
+                Ok(bytes) => bytes,
+                Err(e) => panic!(
+                    "acknowledged record readable: {e} (log min {}, segments {:?}, end {})",
+                    shard.log_min(),
+                    shard.log_segments(),
+                    shard.log_end()
+                ),
+            };
             let view = RecordView::parse(bytes.clone()).unwrap();
             assert_eq!(view.queue_offset(), r.queue_offset);
             assert_eq!(view.store_timestamp_ms(), r.store_timestamp_ms);
@@ -113,6 +135,7 @@ impl World {
             self.check_submitted(&view);
             let stored = Stored {
                 physical: r.physical_offset,
+                store_ms: r.store_timestamp_ms,
                 topic: view.topic().to_owned(),
                 queue_id: view.queue_id(),
                 queue_offset: r.queue_offset,
@@ -134,6 +157,14 @@ impl World {
             .position(|b| *b == b';')
             .expect("sequence prefix");
         let seq: u64 = std::str::from_utf8(&body[..end]).unwrap().parse().unwrap();
+        assert!(
+            !self.deleted.contains(&seq),
+            "served a message of a deleted topic"
+        );
+        assert!(
+            local(view.physical_offset()) >= self.removed_below,
+            "served a record retention removed"
+        );
         let sent = &self.submitted[&seq];
         assert_eq!(view.topic(), sent.topic);
         assert_eq!(view.queue_id(), sent.queue_id);
@@ -149,7 +180,7 @@ impl World {
         for topic in TOPICS {
             for queue_id in 0..QUEUES {
                 let max = shard.max_offset(topic, queue_id);
-                let mut offset = 0;
+                let mut offset = shard.min_offset(topic, queue_id);
                 while offset < max {
                     let request = QueueReadRequest {
                         topic,
@@ -169,6 +200,7 @@ impl World {
                         assert!(seen.insert(self.check_submitted(&view)), "a message twice");
                         all.push(Stored {
                             physical: view.physical_offset(),
+                            store_ms: view.store_timestamp_ms(),
                             topic: topic.to_owned(),
                             queue_id,
                             queue_offset: offset,
@@ -182,6 +214,9 @@ impl World {
         }
         let by_physical: HashMap<i64, &Stored> = all.iter().map(|s| (s.physical, s)).collect();
         for durable in &self.durable {
+            if local(durable.physical) < self.at_risk_below {
+                continue;
+            }
             let found = by_physical
                 .get(&durable.physical)
                 .unwrap_or_else(|| panic!("durable record at {} lost", durable.physical));
@@ -199,11 +234,101 @@ impl World {
     }
 }
 
+fn local(physical: i64) -> u64 {
+    (physical as u64) & ((1 << 48) - 1)
+}
+
+impl World {
+    /// One retention step, after the clock jumped (sometimes past the reserved time) and
+    /// sometimes with a crash armed inside it. Returns whether the disk crashed.
+    async fn retention(&mut self, shard: &SimShard) -> bool {
+        self.clock
+            .advance(self.rng.below(2 * RESERVED_MS as u64) as i64);
+        let crashes = self.disk.crashes();
+        if self.rng.chance(200) {
+            self.disk.set_crash_after_ops(Some(self.rng.below(12)));
+        }
+        let first_end = shard.log_min() + self.segment_bytes;
+        let outcome = shard.retention_step().await;
+        self.disk.set_crash_after_ops(None);
+        match outcome {
+            Ok(Some(removal)) => {
+                assert_eq!(removal.segment_end, first_end);
+                let now = self.clock.now_ms();
+                let gone = |s: &Stored| local(s.physical) < removal.segment_end;
+                if let ringmq_shards::RemovalReason::Expired { .. } = removal.reason {
+                    for s in self
+                        .durable
+                        .iter()
+                        .chain(&self.unflushed)
+                        .filter(|s| gone(s))
+                    {
+                        assert!(
+                            s.store_ms + RESERVED_MS <= now,
+                            "an unexpired record was removed for expiry"
+                        );
+                    }
+                }
+                self.durable.retain(|s| !gone(s));
+                self.unflushed.retain(|s| !gone(s));
+                self.removed_below = self.removed_below.max(removal.segment_end);
+                self.removals += 1;
+            }
+            Ok(None) => {}
+            Err(_) => self.at_risk_below = self.at_risk_below.max(first_end),
+        }
+        self.disk.crashes() != crashes
+    }
+
+    /// Deletes the retry topic, on a healthy disk (a deletion that fails half-way leaves
+    /// memory and disk apart until the next persist, which this model does not follow).
+    async fn delete_topic(&mut self, shard: &SimShard) {
+        let topic = TOPICS[1];
+        self.disk.set_fsync_fail_per_mille(0);
+        self.disk.set_capacity(DISK_BYTES);
+        shard
+            .delete_topic(topic)
+            .await
+            .expect("deletion on a healthy disk");
+        self.disk
+            .set_fsync_fail_per_mille(self.fsync_fail_per_mille);
+        for (seq, message) in &self.submitted {
+            if message.topic == topic {
+                self.deleted.insert(*seq);
+            }
+        }
+        self.durable.retain(|s| s.topic != topic);
+        self.unflushed.retain(|s| s.topic != topic);
+        self.deletions += 1;
+    }
+
+    /// Reopens after a crash and checks everything; returns the new shard.
+    async fn recover(&mut self, coverage: &mut Coverage) -> SimShard {
+        self.crashes += 1;
+        let shard = self.open().await;
+        let all = self.verify(&shard).await;
+        coverage.durable_checked += self.durable.len();
+        let offset = shard.consumer_offset("g", TOPICS[0], 0);
+        assert!(
+            self.offset_candidates.contains(&offset),
+            "consumer offset {offset:?}"
+        );
+        self.offset_candidates = vec![offset];
+        // Recovery made everything that survived durable.
+        self.durable = all;
+        self.unflushed.clear();
+        self.at_risk_below = 0;
+        shard
+    }
+}
+
 /// Totals over a seed, to show the workload did what it claims.
 #[derive(Default, Debug)]
 struct Coverage {
     crashes: u32,
     durable_checked: usize,
+    removals: u32,
+    deletions: u32,
 }
 
 async fn run_seed(seed: u64) -> Coverage {
@@ -215,6 +340,7 @@ async fn run_seed(seed: u64) -> Coverage {
     };
     let segment_bytes = [8u64 << 10, 16 << 10, 64 << 10][rng.below(3) as usize];
     let fsync_fail_per_mille = [0, 0, 30, 150][rng.below(4) as usize] as u32;
+    let clean_forcibly = rng.chance(500);
     let mut world = World {
         disk: SimDisk::new(rng.next_u64(), DISK_BYTES),
         clock: SimClock::new(1_700_000_000_000),
@@ -228,6 +354,12 @@ async fn run_seed(seed: u64) -> Coverage {
         unflushed: Vec::new(),
         offset_candidates: vec![None],
         crashes: 0,
+        clean_forcibly,
+        removed_below: 0,
+        at_risk_below: 0,
+        deleted: HashSet::new(),
+        removals: 0,
+        deletions: 0,
     };
     let mut shard = world.open().await;
     let mut coverage = Coverage::default();
@@ -306,20 +438,16 @@ async fn run_seed(seed: u64) -> Coverage {
             85..=90 => {
                 drop(shard);
                 world.disk.crash();
-                world.crashes += 1;
-                shard = world.open().await;
-                let all = world.verify(&shard).await;
-                coverage.durable_checked += world.durable.len();
-                let offset = shard.consumer_offset("g", TOPICS[0], 0);
-                assert!(
-                    world.offset_candidates.contains(&offset),
-                    "consumer offset {offset:?}"
-                );
-                world.offset_candidates = vec![offset];
-                // Recovery made everything that survived durable.
-                world.durable = all;
-                world.unflushed.clear();
+                shard = world.recover(&mut coverage).await;
             }
+            91..=96 => {
+                let crashed = world.retention(&shard).await;
+                if crashed {
+                    drop(shard);
+                    shard = world.recover(&mut coverage).await;
+                }
+            }
+            97 => world.delete_topic(&shard).await,
             _ => {}
         }
     }
@@ -329,6 +457,8 @@ async fn run_seed(seed: u64) -> Coverage {
     coverage.durable_checked += world.durable.len();
     world.verify(&shard).await;
     coverage.crashes = world.crashes + 1;
+    coverage.removals = world.removals;
+    coverage.deletions = world.deletions;
     coverage
 }
 
@@ -349,10 +479,18 @@ fn seeded_workloads_survive_crashes() {
         let coverage = block_on(run_seed(seed));
         total.crashes += coverage.crashes;
         total.durable_checked += coverage.durable_checked;
+        total.removals += coverage.removals;
+        total.deletions += coverage.deletions;
     }
     println!("simulation coverage: {total:?}");
     assert!(
         total.crashes > 0 && total.durable_checked > 0,
         "the workload must crash and check"
     );
+    if seeds().len() >= 50 {
+        assert!(
+            total.removals > 0 && total.deletions > 0,
+            "the workload must remove segments and delete topics"
+        );
+    }
 }

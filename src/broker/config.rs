@@ -2,7 +2,7 @@
 //!
 //! A setting comes from the flag if given, else from the file (`-c`, Java properties format,
 //! Apache's key names, so an Apache broker.conf works unchanged), else from Apache's default.
-//! Keys ringmq does not use (`brokerRole`, `deleteWhen`, ...) are kept in
+//! Keys ringmq does not use (`brokerRole`, ...) are kept in
 //! [`BrokerConfig::unknown_keys`] and logged once; a value that does not parse is a
 //! [`ConfigError`] naming the key and the file.
 
@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod properties;
+mod retention;
+
+pub use retention::RetentionKeys;
 
 /// Apache's broker port (`listenPort` 10911).
 pub const LISTEN_DEFAULT: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 10911);
@@ -40,8 +43,6 @@ pub const COMMIT_LOG_SEGMENT_BYTES_DEFAULT: u64 = 1 << 30;
 pub const MESSAGE_BYTES_MAX_DEFAULT: usize = 4 << 20;
 /// Apache's `registerNameServerPeriod` (30 s).
 pub const REGISTER_PERIOD_DEFAULT: Duration = Duration::from_secs(30);
-/// Apache's `fileReservedTime` (72 h): commit-log segments older than this are deleted.
-pub const FILE_RESERVED_HOURS_DEFAULT: u64 = 72;
 /// A broker.conf is a few dozen lines; the bound keeps a wrong `-c` (a log file, a device)
 /// from being read into memory whole.
 pub const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;
@@ -154,8 +155,8 @@ pub struct BrokerConfig {
     pub broker_permission: i32,
     /// `messageDelayLevel`: the delay of each level of scheduled messages.
     pub message_delay_level: DelayLevels,
-    /// `fileReservedTime` (hours in the file).
-    pub file_reserved_time: Duration,
+    /// Retention: `fileReservedTime`, `deleteWhen`, the disk ratios and intervals.
+    pub retention: RetentionKeys,
     /// Shards (ringmq's own key `shards`).
     pub shards: usize,
     /// Keys of the file that ringmq does not use, with their values.
@@ -237,7 +238,7 @@ impl BrokerConfig {
             register_period: REGISTER_PERIOD_DEFAULT,
             broker_permission: PERM_READ | PERM_WRITE,
             message_delay_level: DelayLevels::default(),
-            file_reserved_time: Duration::from_secs(FILE_RESERVED_HOURS_DEFAULT * 3600),
+            retention: RetentionKeys::default(),
             shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
             unknown_keys: BTreeMap::new(),
         }
@@ -256,6 +257,9 @@ impl BrokerConfig {
             origin,
             value: &value,
         };
+        if let Some(applied) = self.retention.apply(&key, &at) {
+            return applied;
+        }
         match key.as_str() {
             "brokerClusterName" => self.broker_cluster_name = at.name("brokerClusterName")?,
             "brokerName" => self.broker_name = at.name("brokerName")?,
@@ -301,10 +305,6 @@ impl BrokerConfig {
             "messageDelayLevel" => {
                 self.message_delay_level =
                     DelayLevels::parse(&value).map_err(|e| at.bad("messageDelayLevel", e))?
-            }
-            "fileReservedTime" => {
-                let hours = at.number("fileReservedTime", 1..=u32::MAX as u64)?;
-                self.file_reserved_time = Duration::from_secs(hours * 3600);
             }
             "shards" => self.shards = at.number("shards", 1..=SHARDS_MAX)?,
             _ => {
@@ -582,11 +582,11 @@ flushDiskType=ASYNC_FLUSH
                 (config.broker_name.as_str(), config.broker_id),
                 ("broker-a", 0)
             );
-            assert_eq!(config.file_reserved_time, Duration::from_secs(48 * 3600));
+            assert_eq!(config.retention.file_reserved_hours, 48);
+            assert_eq!(config.retention.delete_when, "04");
             assert_eq!(config.flush_mode, FlushMode::AsyncFlush);
             let unknown: Vec<_> = config.unknown_keys.keys().map(String::as_str).collect();
-            assert_eq!(unknown, ["brokerRole", "deleteWhen"]);
-            assert_eq!(config.unknown_keys["deleteWhen"], "04");
+            assert_eq!(unknown, ["brokerRole"]);
             // Defaults of everything the file leaves out.
             assert_eq!(config.listen, LISTEN_DEFAULT);
             assert!(config.auto_create_topic_enable && config.auto_create_subscription_group);

@@ -166,15 +166,24 @@ async fn carry_out(shard: &Shard, reg: &Registration, effects: Effects) -> Broke
             tracing::debug!(%err, "could not notify a client on another shard");
         }
     }
-    let Some(snapshot) = effects.publish else {
-        return Ok(());
-    };
-    shard.install_snapshot(snapshot.clone());
-    for other in (0..shard.shards()).filter(|&s| s != shard.id()) {
-        let snapshot = snapshot.clone();
-        shard
-            .ask(other, |reply| Work::Snapshot { snapshot, reply })
+    if let Some(snapshot) = effects.publish {
+        shard.install_snapshot(snapshot.clone());
+        for other in (0..shard.shards()).filter(|&s| s != shard.id()) {
+            let snapshot = snapshot.clone();
+            shard
+                .ask(other, |reply| Work::Snapshot { snapshot, reply })
+                .await?;
+        }
+    }
+    // After the snapshot: no shard takes a send for the topic any more while its data goes.
+    if let Some(topic) = effects.drop_topic {
+        let queues = shard
+            .on_every_shard(|reply| Work::DropTopic {
+                topic: topic.clone(),
+                reply,
+            })
             .await?;
+        tracing::info!(%topic, queues = queues.iter().sum::<usize>(), "topic data deleted");
     }
     Ok(())
 }

@@ -39,6 +39,9 @@ pub async fn serve(shard: Rc<Shard>, work: Work, control: Option<Rc<LocalSender<
             reply.send(Ok(stats::consumed_by_part(&shard, &topic)))
         }
         Work::RuntimeInfo { reply } => reply.send(runtime_info::part(&shard).await),
+        Work::DropTopic { topic, reply } => {
+            reply.send(shard.store().delete_topic(&topic).await.map_err(Into::into))
+        }
         Work::Snapshot { snapshot, reply } => {
             shard.install_snapshot(snapshot);
             reply.send(Ok(()))

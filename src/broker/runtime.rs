@@ -64,6 +64,11 @@ pub fn run(mut config: BrokerConfig, on_ready: impl FnOnce(SocketAddr)) -> Resul
     });
     let shards = config.shards;
     check_shard_count(&config.store_path_root_dir, shards)?;
+    tracing::info!(
+        file_reserved_hours = config.retention.file_reserved_hours,
+        delete_when = %config.retention.delete_when,
+        "retention: each expired segment is removed when it expires, not at deleteWhen"
+    );
     let config_dir = config.store_path_root_dir.join("config");
     let topics = TopicTable::open(&config_dir, &config).map_err(|e| data_err(&config_dir, e))?;
     let groups =
@@ -228,6 +233,7 @@ async fn open_store(id: usize, config: &BrokerConfig) -> ringmq_shards::error::R
     shard_config.log.flush_mode = config.flush_mode;
     shard_config.log.segment_bytes = config.commit_log_segment_bytes;
     shard_config.delay_levels = config.message_delay_level.clone();
+    shard_config.retention = config.retention.store_config();
     // SYNC_FLUSH acknowledges after the write is durable: O_DSYNC writes measured fastest
     // for that (docs/STORAGE.md); ASYNC_FLUSH keeps write + fdatasync behind the acks.
     let durability = match config.flush_mode {
@@ -242,6 +248,10 @@ fn spawn_background(shard: &Rc<Shard>) {
     glommio::spawn_local(async move { s.store().run_flusher().await }).detach();
     let s = shard.clone();
     glommio::spawn_local(async move { s.store().run_persister(PERSIST_INTERVAL).await }).detach();
+    // Removes expired segments as they expire, at most one per deleteCommitLogFilesInterval
+    // (docs/STORAGE.md "Retention").
+    let s = shard.clone();
+    glommio::spawn_local(async move { s.store().run_retention().await }).detach();
     // Each shard delivers the scheduled messages it stores, one task per delay level.
     for level in 1..=shard.store().config().delay_levels.count() {
         let s = shard.clone();

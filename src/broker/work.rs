@@ -80,6 +80,12 @@ pub enum Work {
     RuntimeInfo {
         reply: ReplyTo<BrokerResult<RuntimePart>>,
     },
+    /// DELETE_TOPIC_IN_BROKER's data half, from shard 0: drop the topic's queues, index
+    /// entries and consumer offsets; answers how many queues the shard had.
+    DropTopic {
+        topic: String,
+        reply: ReplyTo<BrokerResult<usize>>,
+    },
     /// A newer control-plane snapshot, from shard 0.
     Snapshot {
         snapshot: Arc<ControlSnapshot>,
@@ -112,6 +118,8 @@ pub struct Append {
 pub struct Pulled {
     /// PULL_* or SUCCESS.
     pub code: i32,
+    /// Apache's store status when it is not FOUND (the response's remark).
+    pub status: Option<&'static str>,
     pub next_begin_offset: i64,
     pub min_offset: i64,
     pub max_offset: i64,
@@ -162,6 +170,8 @@ pub struct RuntimePart {
     pub messages_got: u64,
     /// Bytes appended to the shard's commit log.
     pub log_end: u64,
+    /// Where its oldest segment starts: the bytes retention removed.
+    pub log_min: u64,
     /// Appended but not yet durable.
     pub unflushed: u64,
     /// Store time of the shard's first message; `None` when it has none.

@@ -48,6 +48,11 @@ impl Standalone {
 
     /// As [`Self::start`], with further arguments (e.g. `--flush-disk-type SYNC_FLUSH`).
     pub fn start_with(shards: usize, args: &[&str]) -> Self {
+        Self::start_in(shards, TempDir::new("standalone-data"), args)
+    }
+
+    /// As [`Self::start_with`], with its data in `data` (e.g. on a file system the test made).
+    pub fn start_in(shards: usize, data: TempDir, args: &[&str]) -> Self {
         let (broker_port, namesrv_port) = free_ports();
         let mut broker = Standalone {
             process: None,
@@ -55,7 +60,7 @@ impl Standalone {
             namesrv_addr: format!("127.0.0.1:{namesrv_port}"),
             shards,
             args: args.iter().map(|arg| arg.to_string()).collect(),
-            data: TempDir::new("standalone-data"),
+            data,
         };
         broker.start_again();
         broker

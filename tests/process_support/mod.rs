@@ -174,9 +174,14 @@ pub struct TempDir(PathBuf);
 
 impl TempDir {
     pub fn new(purpose: &str) -> Self {
+        Self::new_in(&std::env::temp_dir(), purpose)
+    }
+
+    /// A directory unique to this run under `parent` (e.g. a file system a test mounted).
+    pub fn new_in(parent: &Path, purpose: &str) -> Self {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
+        let path = parent.join(format!(
             "ringmq-test-{purpose}-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)

@@ -90,7 +90,7 @@ impl ScheduleProgress {
         for (queue_id, offset) in next.iter_mut().enumerate() {
             let end = queues
                 .get(SCHEDULE_TOPIC, queue_id as i32)
-                .map_or(0, |q| q.entries.len() as i64);
+                .map_or(0, |q| q.end() as i64);
             *offset = (*offset).clamp(0, end);
         }
         Ok(Self {
@@ -158,7 +158,10 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             .delay_ms(level)
             .ok_or_else(|| StoreError::Config(format!("no delay level {level}")))?;
         let queue_id = level as i32 - 1;
-        let offset = self.schedule_offset(level);
+        // What retention removed before it was delivered is skipped (and was reported then).
+        let offset = self
+            .schedule_offset(level)
+            .max(self.min_offset(SCHEDULE_TOPIC, queue_id));
         let end = self.max_offset(SCHEDULE_TOPIC, queue_id);
         if offset >= end {
             return Ok(DeliveryTurn::Drained(offset));
@@ -167,10 +170,13 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let budget = DELIVERY_BATCH_BYTES_MAX.min(self.config.entry_bytes_max());
         let (head, due): (CqEntry, Vec<CqEntry>) = {
             let queues = self.queues.borrow();
-            let entries = &queues
+            let entries: Vec<CqEntry> = queues
                 .get(SCHEDULE_TOPIC, queue_id)
                 .expect("a queue with entries exists")
-                .entries[offset as usize..end as usize];
+                .range(offset as u64, end as u64)
+                .take(DELIVERY_BATCH_MAX)
+                .copied()
+                .collect();
             // Read no more than one batch's bytes (the first record in any case).
             let mut read_bytes = 0;
             let due = entries

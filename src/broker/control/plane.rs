@@ -40,6 +40,8 @@ pub struct Effects {
     /// The topic table changed: register it with the NameServers now.
     pub register: Option<TopicConfigSerializeWrapper>,
     pub notify: Vec<IdsChanged>,
+    /// A deleted topic: every shard drops its queues, index entries and consumer offsets.
+    pub drop_topic: Option<String>,
 }
 
 /// An operation's answer and its effects.
@@ -267,10 +269,16 @@ impl ControlPlane {
         }
     }
 
-    /// DELETE_TOPIC_IN_BROKER.
+    /// DELETE_TOPIC_IN_BROKER: the configuration goes here; its data goes on every shard
+    /// (`Effects::drop_topic`), also when the topic had no configuration left (a retried
+    /// deletion, or data of a topic deleted before its data was).
     pub async fn delete_topic(&mut self, topic: &str, now_ms: i64) -> Outcome<BrokerResult<()>> {
         match self.topics.delete(topic, now_ms).await {
-            Ok(_) => self.outcome(Ok(()), Changed::topics(true)),
+            Ok(_) => {
+                let mut outcome = self.outcome(Ok(()), Changed::topics(true));
+                outcome.effects.drop_topic = Some(topic.to_owned());
+                outcome
+            }
             Err(err) => self.unchanged(Err(err.into())),
         }
     }
@@ -352,6 +360,7 @@ impl ControlPlane {
             publish: publish.then(|| Arc::new(self.snapshot())),
             register: changed.topics.then(|| self.topics.wrapper()),
             notify,
+            drop_topic: None,
         }
     }
 }

@@ -149,3 +149,29 @@ fn consumer_lists_answer_from_the_tables_and_follow_unregister() {
     })
     .unwrap();
 }
+
+#[test]
+fn deleting_a_topic_unregisters_it_and_has_every_shard_drop_its_data() {
+    block_on(async {
+        let mut plane = plane("plane-delete-topic");
+        let created = plane.upsert_topic(TopicConfig::new("Doomed", 4), T0).await;
+        assert!(created.answer.is_ok() && created.effects.drop_topic.is_none());
+        let deleted = plane.delete_topic("Doomed", T0 + 1).await;
+        assert!(deleted.answer.is_ok());
+        assert_eq!(deleted.effects.drop_topic.as_deref(), Some("Doomed"));
+        let snapshot = deleted
+            .effects
+            .publish
+            .expect("published without the topic");
+        assert!(snapshot.topics.get("Doomed").is_none());
+        let registered = deleted.effects.register.expect("registered without it");
+        assert!(!registered.topic_config_table.contains_key("Doomed"));
+        // Data of a topic whose configuration is already gone is dropped all the same.
+        let again = plane.delete_topic("Doomed", T0 + 2).await;
+        assert_eq!(again.effects.drop_topic.as_deref(), Some("Doomed"));
+        // A system topic is refused, and nothing is dropped.
+        let system = plane.delete_topic("SCHEDULE_TOPIC_XXXX", T0 + 3).await;
+        assert!(system.answer.is_err() && system.effects.drop_topic.is_none());
+    })
+    .unwrap();
+}

@@ -112,12 +112,9 @@ fn config_properties(config: &BrokerConfig) -> String {
         ),
         ("brokerPermission", config.broker_permission.to_string()),
         ("messageDelayLevel", config.message_delay_level.to_string()),
-        (
-            "fileReservedTime",
-            (config.file_reserved_time.as_secs() / SECONDS_PER_HOUR).to_string(),
-        ),
         ("shards", config.shards.to_string()),
     ]);
+    lines.extend(config.retention.conf_lines());
     for (key, value) in &config.unknown_keys {
         lines.entry(key.as_str()).or_insert_with(|| value.clone());
     }
@@ -126,6 +123,3 @@ fn config_properties(config: &BrokerConfig) -> String {
         .map(|(key, value)| format!("{key}={value}\n"))
         .collect()
 }
-
-/// `fileReservedTime` is in hours.
-const SECONDS_PER_HOUR: u64 = 3600;

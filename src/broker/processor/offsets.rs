@@ -77,22 +77,27 @@ pub async fn answer(shard: &Shard, request: OffsetRequest) -> BrokerResult<i64> 
     }
 }
 
+/// Apache 5.x (`ConsumerManageProcessor.queryConsumerOffset`): a group that never committed
+/// gets QUERY_NOT_FOUND when it asked not to be given 0 (`setZeroIfNotFound` false); else 0
+/// while the queue's min offset is 0 and its first message is still in memory (ringmq: in the
+/// hot tail, Apache: in the page cache); else QUERY_NOT_FOUND, so the client's
+/// CONSUME_FROM_* decides where it starts.
 fn consumer_offset(shard: &Shard, h: &QueryConsumerOffsetRequestHeader) -> BrokerResult<i64> {
     let store = shard.store();
-    match store.consumer_offset(&h.consumer_group, &h.topic, h.queue_id) {
-        Some(offset) => Ok(offset),
-        // Java (4.9): a group that never committed starts at 0 while the queue still holds
-        // its first message; otherwise "not found" lets the client apply its
-        // consume-from-where policy. 5.x clients may ask for 0 outright.
-        None if store.min_offset(&h.topic, h.queue_id) <= 0
-            || h.set_zero_if_not_found == Some(true) =>
-        {
-            Ok(0)
-        }
-        None => Err(BrokerError::QueryNotFound(
-            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first".into(),
-        )),
+    if let Some(offset) = store.consumer_offset(&h.consumer_group, &h.topic, h.queue_id) {
+        return Ok(offset);
     }
+    if h.set_zero_if_not_found == Some(false) {
+        return Err(BrokerError::QueryNotFound(
+            "Not found, do not set to zero, maybe this group boot first".into(),
+        ));
+    }
+    if store.min_offset(&h.topic, h.queue_id) <= 0 && store.in_memory(&h.topic, h.queue_id, 0) {
+        return Ok(0);
+    }
+    Err(BrokerError::QueryNotFound(
+        "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first".into(),
+    ))
 }
 
 async fn search_by_time(shard: &Shard, h: &SearchOffsetRequestHeader) -> BrokerResult<i64> {

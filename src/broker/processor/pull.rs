@@ -1,14 +1,25 @@
 //! PULL_MESSAGE and LITE_PULL_MESSAGE, with long polling, on the queue's owner shard; the
 //! connection's shard routes the pull and writes the records it gets back as they are.
 //!
-//! Status rules follow the Java broker (DefaultMessageStore.getMessage, PullMessageProcessor):
-//! an empty queue, or an offset at the end, is PULL_NOT_FOUND (and suspends the request when
-//! it asked to); an offset below the minimum or past the end is PULL_OFFSET_MOVED with the
-//! offset to continue from; a read whose entries were all filtered out by tag is
-//! PULL_RETRY_IMMEDIATELY with the offset past them.
+//! Status rules follow Apache 5.x (`DefaultMessageStore.getMessage` statuses, mapped to codes
+//! as `PullMessageProcessor.composeResponseHeader` maps them, the status as the remark):
+//!
+//! | store status | when | code | nextBeginOffset |
+//! |---|---|---|---|
+//! | NO_MESSAGE_IN_QUEUE | the queue has never held a message (max 0) | PULL_NOT_FOUND at offset 0, else PULL_OFFSET_MOVED | 0 |
+//! | OFFSET_TOO_SMALL | offset below the min (retention removed it) | PULL_OFFSET_MOVED | min |
+//! | OFFSET_OVERFLOW_ONE | offset at the max | PULL_NOT_FOUND (a long poll waits) | offset |
+//! | OFFSET_OVERFLOW_BADLY | offset past the max | PULL_OFFSET_MOVED | max (4.9: min while min is 0) |
+//! | NO_MATCHED_MESSAGE | every entry read was filtered out by tag | PULL_RETRY_IMMEDIATELY | past them |
+//! | MESSAGE_WAS_REMOVING | retention removed what the read was reading | PULL_RETRY_IMMEDIATELY | the new min |
+//! | FOUND | records | SUCCESS | past them |
+//!
+//! NO_MATCHED_LOGIC_QUEUE needs no row: a queue that was never written reads as an empty one,
+//! as in Apache, whose store creates the queue on the lookup.
 //!
 //! Per pull: the records are slices of the store's buffers from the read to the socket: no
-//! copy on the broker side (the response is written with one vectored write).
+//! copy on the broker side (the response is written with one vectored write). A FOUND answer
+//! carries no remark (Apache writes "FOUND"; no client reads it), the others their status.
 
 use crate::broker::error::{BrokerError, BrokerResult};
 use crate::broker::shard::Shard;
@@ -36,14 +47,19 @@ const SUSPEND_TIME_MAX: Duration = Duration::from_secs(30);
 /// larger budget lets catch-up reads move more per round trip.
 const PULL_BYTES_MAX_DEFAULT: usize = 1 << 20;
 
-/// What reading a queue found, before it becomes a response code.
+/// What reading a queue found, before it becomes a response code: Apache's
+/// `GetMessageStatus` values that ringmq can meet.
 enum PullOutcome {
     Messages(Vec<Bytes>),
-    /// Nothing to return yet: a long poll waits here.
-    NotFound,
-    /// Everything in range was filtered out: the client retries from `next` at once.
-    RetryImmediately,
-    OffsetMoved,
+    /// Nothing to return yet (OFFSET_OVERFLOW_ONE, or NO_MESSAGE_IN_QUEUE at offset 0): a
+    /// long poll waits here.
+    NotFound(&'static str),
+    /// Nothing readable in range (NO_MATCHED_MESSAGE, MESSAGE_WAS_REMOVING): the client
+    /// retries from `next` at once.
+    RetryImmediately(&'static str),
+    /// The offset is outside the queue (OFFSET_TOO_SMALL, OFFSET_OVERFLOW_BADLY,
+    /// NO_MESSAGE_IN_QUEUE elsewhere than 0): the client continues from `next`.
+    OffsetMoved(&'static str),
 }
 
 /// Serves a pull on the connection's shard: the queue's owner reads (and holds) it.
@@ -76,8 +92,9 @@ pub async fn serve(
         group_sys_flag: Some(pulled.group_sys_flag),
         forbidden_type: None,
     };
+    let remark = pulled.status.map(str::to_owned);
     let command =
-        RemotingCommand::response_to(command, pulled.code, None).with_header(&response_header);
+        RemotingCommand::response_to(command, pulled.code, remark).with_header(&response_header);
     Ok(Response::gathered(command, pulled.records))
 }
 
@@ -128,7 +145,7 @@ pub async fn pull(
     }
 
     let mut read = read_for_pull(shard, &header, tag_codes).await?;
-    if header.sys_flag & FLAG_SUSPEND != 0 && matches!(read.found, PullOutcome::NotFound) {
+    if header.sys_flag & FLAG_SUSPEND != 0 && matches!(read.found, PullOutcome::NotFound(_)) {
         let wait = Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
             .min(SUSPEND_TIME_MAX);
         let arrived =
@@ -143,17 +160,32 @@ pub async fn pull(
         .await?;
         read = read_for_pull(shard, &header, tag_codes).await?;
     }
-    let (code, records) = match read.found {
+    let (code, status, records) = match read.found {
         PullOutcome::Messages(records) => {
             shard.count_got(records.len());
-            (response::SUCCESS, records)
+            (response::SUCCESS, None, records)
         }
-        PullOutcome::NotFound => (response::PULL_NOT_FOUND, Vec::new()),
-        PullOutcome::RetryImmediately => (response::PULL_RETRY_IMMEDIATELY, Vec::new()),
-        PullOutcome::OffsetMoved => (response::PULL_OFFSET_MOVED, Vec::new()),
+        PullOutcome::NotFound(status) => (response::PULL_NOT_FOUND, Some(status), Vec::new()),
+        PullOutcome::RetryImmediately(status) => {
+            (response::PULL_RETRY_IMMEDIATELY, Some(status), Vec::new())
+        }
+        PullOutcome::OffsetMoved(status) => {
+            // Apache warns here too ("PULL_OFFSET_MOVED:correction offset").
+            tracing::warn!(
+                group = %header.consumer_group,
+                topic = %header.topic,
+                queue_id = header.queue_id,
+                offset = header.queue_offset,
+                next = read.next,
+                status,
+                "pull offset moved"
+            );
+            (response::PULL_OFFSET_MOVED, Some(status), Vec::new())
+        }
     };
     Ok(Pulled {
         code,
+        status,
         next_begin_offset: read.next,
         min_offset: read.min,
         max_offset: read.max,
@@ -191,6 +223,8 @@ fn pull_filter(
     Ok(Some(data))
 }
 
+const NO_MESSAGE_IN_QUEUE: &str = "NO_MESSAGE_IN_QUEUE";
+
 /// One read of the queue.
 struct QueueState {
     found: PullOutcome,
@@ -218,22 +252,22 @@ async fn read_for_pull(
         })
     };
     if max == 0 {
-        // Java: NO_MESSAGE_IN_QUEUE is "moved" unless the client already asks for 0.
+        // NO_MESSAGE_IN_QUEUE is "moved" unless the client already asks for 0.
         let found = if offset == 0 {
-            PullOutcome::NotFound
+            PullOutcome::NotFound(NO_MESSAGE_IN_QUEUE)
         } else {
-            PullOutcome::OffsetMoved
+            PullOutcome::OffsetMoved(NO_MESSAGE_IN_QUEUE)
         };
         return at(found, 0);
     }
     if offset < min {
-        return at(PullOutcome::OffsetMoved, min);
+        return at(PullOutcome::OffsetMoved("OFFSET_TOO_SMALL"), min);
     }
     if offset == max {
-        return at(PullOutcome::NotFound, offset);
+        return at(PullOutcome::NotFound("OFFSET_OVERFLOW_ONE"), offset);
     }
     if offset > max {
-        return at(PullOutcome::OffsetMoved, if min == 0 { min } else { max });
+        return at(PullOutcome::OffsetMoved("OFFSET_OVERFLOW_BADLY"), max);
     }
     let max_bytes = header
         .max_msg_bytes
@@ -250,7 +284,17 @@ async fn read_for_pull(
         })
         .await?;
     if read.records.is_empty() {
-        return at(PullOutcome::RetryImmediately, read.next_offset);
+        let status = if read.min_offset > min {
+            "MESSAGE_WAS_REMOVING"
+        } else {
+            "NO_MATCHED_MESSAGE"
+        };
+        return Ok(QueueState {
+            found: PullOutcome::RetryImmediately(status),
+            next: read.next_offset,
+            min: read.min_offset,
+            max,
+        });
     }
     at(PullOutcome::Messages(read.records), read.next_offset)
 }

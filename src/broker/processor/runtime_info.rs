@@ -3,8 +3,8 @@
 //! `DefaultMessageStore.getRuntimeInfo`, timer wheel off, no delayed messages), in its formats.
 //!
 //! Real values: msgPutTotalTodayNow, msgGetTotalTodayNow, putMessageTimesTotal,
-//! putMessageSizeTotal, putMessageAverageSize, commitLogMinOffset (nothing is deleted yet),
-//! commitLogMaxOffset (bytes appended, all shards), remainHowManyDataToFlush,
+//! putMessageSizeTotal, putMessageAverageSize, commitLogMinOffset (bytes retention removed,
+//! all shards), commitLogMaxOffset (bytes appended, all shards), remainHowManyDataToFlush,
 //! earliestMessageTimeStamp, bootTimestamp, runtime, brokerVersion, brokerVersionDesc,
 //! brokerActive, commitLogDirCapacity, commitLogDiskRatio (and one `commitLogDiskRatio_<dir>`
 //! per shard's directory), consumeQueueDiskRatio, and remainTransientStoreBufferNumbs /
@@ -22,6 +22,7 @@ use crate::protocol::codes::response;
 use crate::protocol::command::{RemotingCommand, CURRENT_VERSION};
 use crate::protocol::message::record::RecordView;
 use crate::server::Response;
+use ringmq_shards::real_io::disk_space;
 use ringmq_shards::schedule::SCHEDULE_TOPIC;
 use ringmq_shards::PhysicalOffset;
 use std::collections::BTreeMap;
@@ -112,14 +113,14 @@ pub async fn serve(shard: &Shard, command: &RemotingCommand) -> BrokerResult<Res
 pub async fn part(shard: &Shard) -> BrokerResult<RuntimePart> {
     let counters = shard.counters();
     let store = shard.store();
-    let earliest_ms = if store.log_end() == 0 {
-        None
-    } else {
-        let first = PhysicalOffset::new(store.config().shard_id, 0).to_wire();
-        // Informative only: a record that does not parse reads as unknown.
-        RecordView::parse(store.read_at(first).await?)
+    // The oldest segment starts with a record (fillers only end segments); informative only:
+    // none yet, one being removed or one that does not parse reads as unknown.
+    let first = PhysicalOffset::new(store.config().shard_id, store.log_min()).to_wire();
+    let earliest_ms = match store.read_at(first).await {
+        Ok(record) => RecordView::parse(record)
             .ok()
-            .map(|record| record.store_timestamp_ms())
+            .map(|record| record.store_timestamp_ms()),
+        Err(_) => None,
     };
     let schedule = (1..=store.config().delay_levels.count())
         .filter_map(|level| {
@@ -134,6 +135,7 @@ pub async fn part(shard: &Shard) -> BrokerResult<RuntimePart> {
         bytes_put: counters.bytes_put,
         messages_got: counters.messages_got,
         log_end: store.log_end(),
+        log_min: store.log_min(),
         unflushed: store.log_end() - store.log_durable_end(),
         earliest_ms,
         schedule,
@@ -180,12 +182,12 @@ fn merge(shard: &Shard, parts: &[RuntimePart], now_ms: i64) -> KvTable {
     // Java divides by one when nothing was put yet.
     let average = put_bytes as f64 / put_times.max(1) as f64;
     put("putMessageAverageSize", java_double(average));
-    put("commitLogMinOffset", "0".to_owned());
+    put("commitLogMinOffset", sum(|p| p.log_min).to_string());
     let root = &shard.config().store_path_root_dir;
     let ratio = java_double(disk_used_ratio(root));
     put("commitLogDiskRatio", ratio.clone());
     put("consumeQueueDiskRatio", ratio);
-    if let Some(space) = disk_space(root) {
+    if let Ok(space) = disk_space(root) {
         put(
             "commitLogDirCapacity",
             format!(
@@ -216,46 +218,10 @@ fn merge(shard: &Shard, parts: &[RuntimePart], now_ms: i64) -> KvTable {
     KvTable { table }
 }
 
-/// A partition's size as `java.io.File` reports it.
-struct DiskSpace {
-    /// `getTotalSpace`.
-    total: u64,
-    /// `getFreeSpace`: free blocks, the reserved ones included.
-    free: u64,
-    /// `getUsableSpace`: what an unprivileged process may still write.
-    usable: u64,
-}
-
-fn disk_space(path: &Path) -> Option<DiskSpace> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the zeroed struct it is given; the path is NUL-terminated.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return None;
-    }
-    let block = stat.f_frsize as u64;
-    Some(DiskSpace {
-        total: stat.f_blocks as u64 * block,
-        free: stat.f_bfree as u64 * block,
-        usable: stat.f_bavail as u64 * block,
-    })
-}
-
 /// `UtilAll.getDiskPartitionSpaceUsedPercent`: the used fraction, rounded up to a hundredth;
 /// -1 when the path cannot be measured.
 fn disk_used_ratio(path: &Path) -> f64 {
-    match disk_space(path) {
-        Some(space) if space.total > 0 => used_ratio(&space),
-        _ => -1.0,
-    }
-}
-
-fn used_ratio(space: &DiskSpace) -> f64 {
-    let used = space.total - space.free.min(space.total);
-    let entire = (used + space.usable).max(1);
-    let percent = (used * 100).div_ceil(entire);
-    percent as f64 / 100.0
+    disk_space(path).map_or(-1.0, |space| space.used_ratio())
 }
 
 /// A double as Java's `String.valueOf` writes it in the ranges used here (`1.0`, `0.62`).
@@ -305,6 +271,7 @@ fn format_runtime(elapsed_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ringmq_shards::io::DiskSpace;
 
     #[test]
     fn formats_as_java_does() {
@@ -334,13 +301,13 @@ mod tests {
             free: 40,
             usable: 30,
         };
-        assert_eq!(used_ratio(&space), 0.67);
+        assert_eq!(space.used_ratio(), 0.67);
         let exact = DiskSpace {
             total: 100,
             free: 50,
             usable: 50,
         };
-        assert_eq!(used_ratio(&exact), 0.5);
+        assert_eq!(exact.used_ratio(), 0.5);
         assert_eq!(disk_used_ratio(Path::new("/no/such/dir")), -1.0);
         assert!((0.0..=1.0).contains(&disk_used_ratio(Path::new("/"))));
     }

@@ -8,7 +8,8 @@
 # Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
 # produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, dlq,
 # delay-level, delay-restart, orderly, orderly-rebalance, orderly-suspend, lite-pull,
-# transaction, broadcast (default: all). Needs Java 17+ and the jars in ~/.m2
+# transaction, broadcast, retention (default: all). APACHE_SERVER_POM=PATH runs another server
+# release, e.g. tests/apache_support/pom.xml (5.3.3). Needs Java 17+ and the jars in ~/.m2
 # (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
 # Leaves nothing running and removes its temporary directory (KEEP_WORK=1 keeps it).
 set -euo pipefail
@@ -17,12 +18,14 @@ scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] ||
     scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry dlq
         delay-level delay-restart orderly orderly-rebalance orderly-suspend lite-pull transaction
-        broadcast)
+        broadcast retention)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
 # Bound on one scenario run (the Java program also halts itself past its own limit).
 SCENARIO_WAIT_SECS=300
+# Commit-log segment of the retention scenario, as tests/compat_java_client.rs gives ringmq.
+RETENTION_SEGMENT_BYTES=131072
 
 work="$(mktemp -d /tmp/ringmq-compat-apache.XXXXXX)"
 pids=()
@@ -38,7 +41,7 @@ classpath() { # pom -> classpath, resolved offline
     cat "$work/cp.txt"
 }
 client_cp="$(classpath "$here/pom.xml")"
-server_cp="$(classpath "$here/apache/pom.xml")"
+server_cp="$(classpath "${APACHE_SERVER_POM:-$here/apache/pom.xml}")"
 javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes" -cp "$client_cp" "$here"/src/*.java
 
 # A free port p such that p-2 (Apache's VIP channel) and p+1 (its HA port) are free too.
@@ -100,7 +103,8 @@ start_java namesrv "$work/namesrv.out" org.apache.rocketmq.namesrv.NamesrvStartu
 namesrv="127.0.0.1:$namesrv_port"
 broker_port="$(free_port)"
 
-# start_broker STORE FLUSH: Apache's broker on $broker_port with its store in STORE.
+# start_broker STORE FLUSH [KEY=VALUE...]: Apache's broker on $broker_port with its store in
+# STORE; the extra lines override the defaults (the last of a key wins in Java's Properties).
 start_broker() {
     cat >"$work/broker.conf" <<CONF
 brokerClusterName=DefaultCluster
@@ -116,6 +120,7 @@ flushDiskType=$2
 mappedFileSizeCommitLog=16777216
 mappedFileSizeConsumeQueue=60000
 CONF
+    printf '%s\n' "${@:3}" >>"$work/broker.conf"
     start_java broker "$work/broker.out" org.apache.rocketmq.broker.BrokerStartup \
         -c "$work/broker.conf"
     broker_pid=$last_pid
@@ -144,6 +149,13 @@ for scenario in "${scenarios[@]}"; do
     produce-consume-vip)
         start_broker "$store" ASYNC_FLUSH
         run_java produce-consume "$topic" "$group" --vip || failed=1
+        ;;
+    retention)
+        # Every sealed segment expired (fileReservedTime=0) and Apache's deletion hour always
+        # now, checked every second: Apache then removes what ringmq removes as it expires.
+        start_broker "$store" ASYNC_FLUSH mappedFileSizeCommitLog=$RETENTION_SEGMENT_BYTES \
+            fileReservedTime=0 "deleteWhen=$(seq -s ';' -f '%02g' 0 23)" cleanResourceInterval=1000
+        run_java retention "$topic" "$group" --segment-bytes "$RETENTION_SEGMENT_BYTES" || failed=1
         ;;
     delay-restart)
         start_broker "$store" ASYNC_FLUSH

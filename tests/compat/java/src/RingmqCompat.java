@@ -8,9 +8,10 @@ import java.util.Map;
  * with "ALL CHECKS PASSED" as its last line when all held.
  *
  * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
- * [--crash] [--vip]. Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance,
- * retry, dlq, delay-level, delay-restart-phase1, delay-restart-phase2, orderly,
- * orderly-rebalance, orderly-suspend, lite-pull, transaction, broadcast. --crash: the broker was killed between
+ * [--crash] [--vip] [--segment-bytes N]. Scenarios: produce-consume, restart-phase1,
+ * restart-phase2, rebalance, retry, dlq, delay-level, delay-restart-phase1,
+ * delay-restart-phase2, orderly, orderly-rebalance, orderly-suspend, lite-pull, transaction,
+ * broadcast, retention (needs --segment-bytes). --crash: the broker was killed between
  * the restart phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
  * vipChannelEnabled do.
  */
@@ -36,7 +37,8 @@ public final class RingmqCompat {
         }
         Map<String, String> opts = options(args);
         Args a = new Args(need(opts, "--namesrv"), need(opts, "--topic"), need(opts, "--group"),
-                opts.get("--state"), opts.containsKey("--crash"), opts.containsKey("--vip"));
+                opts.get("--state"), opts.containsKey("--crash"), opts.containsKey("--vip"),
+                Long.parseLong(opts.getOrDefault("--segment-bytes", "0")));
         startWatchdog(args[0]);
         try {
             switch (args[0]) {
@@ -55,6 +57,7 @@ public final class RingmqCompat {
                 case "lite-pull" -> LitePull.run(a);
                 case "transaction" -> Transaction.run(a);
                 case "broadcast" -> Broadcast.run(a);
+                case "retention" -> Retention.run(a);
                 default -> usage("unknown scenario " + args[0]);
             }
         } catch (Check.Abort e) {
@@ -78,9 +81,12 @@ public final class RingmqCompat {
         Runtime.getRuntime().halt(failures == 0 ? 0 : EXIT_MISMATCH);
     }
 
-    /** The scenario's arguments; topic and group are unique per run (the caller picks them). */
+    /**
+     * The scenario's arguments; topic and group are unique per run (the caller picks them).
+     * segmentBytes: the broker's commit-log segment size (retention), 0 if not given.
+     */
     record Args(String namesrv, String topic, String group, String state, boolean crash,
-            boolean vip) {
+            boolean vip, long segmentBytes) {
     }
 
     private static Map<String, String> options(String[] args) {
@@ -109,10 +115,10 @@ public final class RingmqCompat {
         System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
                 + "|restart-phase2|rebalance|retry|dlq|delay-level|delay-restart-phase1"
                 + "|delay-restart-phase2|orderly|orderly-rebalance"
-                + "|orderly-suspend|lite-pull|transaction|broadcast"
+                + "|orderly-suspend|lite-pull|transaction|broadcast|retention"
                 + " --namesrv HOST:PORT"
                 + " --topic T --group G"
-                + " [--state FILE] [--crash] [--vip]");
+                + " [--state FILE] [--crash] [--vip] [--segment-bytes N]");
         System.out.flush();
         Runtime.getRuntime().halt(EXIT_ERROR);
     }

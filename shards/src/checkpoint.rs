@@ -1,0 +1,219 @@
+//! The checkpoint: how far the consume queues and the key index are persisted, plus what
+//! retention and topic deletion need to survive a restart. Written crash-safely
+//! (`meta_file`) by every persist; recovery loads the state it names and scans the log from
+//! `log` on.
+//!
+//! Payload, version 2: `u64::MAX | u32 2 | log local u64 | chain u32 |` then four lists, each
+//! `u32 count` and its items:
+//! - queues `(topic, queue id u32, min offset u64, end offset u64)`: entries `[min, end)` of
+//!   the queue's file are valid (entries below `min` went with their segment);
+//! - segments `(start u64, newest store ms u64)`: the newest record of each segment, which
+//!   says when it expires;
+//! - index files `(segment start u64, valid bytes u64)`: one key-index file per segment;
+//! - deleted topics `(topic, log end u64)`: records of the topic below that log position
+//!   belong to its deleted incarnation and are neither served nor recovered.
+//!
+//! Version 1 (before retention; no marker): `log local u64 | chain u32 | index bytes u64 |
+//! u32 count, (topic, queue id u32, end u64)*`, with one index file `index/keys`. It is read
+//! as min offsets 0, no segment times (segments count from the open), the single index file.
+
+use crate::commit_log::LogPosition;
+use crate::error::Result;
+use crate::meta_file::{MetaReader, MetaWriter};
+
+/// First 8 bytes of a versioned payload: a log position no shard reaches.
+const VERSIONED: u64 = u64::MAX;
+const VERSION: u32 = 2;
+
+/// One queue's persisted range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueRange {
+    pub topic: String,
+    pub queue_id: i32,
+    pub min: u64,
+    pub end: u64,
+}
+
+/// Where the key index lives on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexFiles {
+    /// Version 1: the single `index/keys` with this many valid bytes.
+    Legacy(u64),
+    /// One file per commit-log segment: (segment start, valid bytes).
+    PerSegment(Vec<(u64, u64)>),
+}
+
+impl Default for IndexFiles {
+    fn default() -> Self {
+        Self::PerSegment(Vec::new())
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub log: LogPosition,
+    pub queues: Vec<QueueRange>,
+    /// (segment start, newest store time in ms); segments missing here are timed at open.
+    pub segments: Vec<(u64, i64)>,
+    pub index: IndexFiles,
+    /// (topic, log end at its deletion).
+    pub deleted_topics: Vec<(String, u64)>,
+}
+
+impl Checkpoint {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = MetaWriter::default();
+        w.u64(VERSIONED).u32(VERSION);
+        w.u64(self.log.local).u32(self.log.chain);
+        w.u32(self.queues.len() as u32);
+        for q in &self.queues {
+            w.str(&q.topic).u32(q.queue_id as u32).u64(q.min).u64(q.end);
+        }
+        w.u32(self.segments.len() as u32);
+        for (start, newest_ms) in &self.segments {
+            w.u64(*start).u64(*newest_ms as u64);
+        }
+        let files: &[(u64, u64)] = match &self.index {
+            IndexFiles::PerSegment(files) => files,
+            IndexFiles::Legacy(_) => unreachable!("a checkpoint is written in version 2"),
+        };
+        w.u32(files.len() as u32);
+        for (start, bytes) in files {
+            w.u64(*start).u64(*bytes);
+        }
+        w.u32(self.deleted_topics.len() as u32);
+        for (topic, end) in &self.deleted_topics {
+            w.str(topic).u64(*end);
+        }
+        w.0
+    }
+
+    pub fn decode(payload: &[u8]) -> Result<Self> {
+        let mut r = MetaReader::new(payload, "checkpoint");
+        let first = r.u64()?;
+        if first != VERSIONED {
+            return Self::decode_v1(first, r);
+        }
+        let version = r.u32()?;
+        if version != VERSION {
+            return Err(crate::error::StoreError::Corrupt {
+                file: "checkpoint".into(),
+                reason: format!("version {version} unknown"),
+            });
+        }
+        let log = LogPosition {
+            local: r.u64()?,
+            chain: r.u32()?,
+        };
+        let queues = (0..r.u32()?)
+            .map(|_| {
+                Ok(QueueRange {
+                    topic: r.str()?,
+                    queue_id: r.u32()? as i32,
+                    min: r.u64()?,
+                    end: r.u64()?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let segments = (0..r.u32()?)
+            .map(|_| Ok((r.u64()?, r.u64()? as i64)))
+            .collect::<Result<_>>()?;
+        let files = (0..r.u32()?)
+            .map(|_| Ok((r.u64()?, r.u64()?)))
+            .collect::<Result<_>>()?;
+        let deleted_topics = (0..r.u32()?)
+            .map(|_| Ok((r.str()?, r.u64()?)))
+            .collect::<Result<_>>()?;
+        r.finish()?;
+        Ok(Self {
+            log,
+            queues,
+            segments,
+            index: IndexFiles::PerSegment(files),
+            deleted_topics,
+        })
+    }
+
+    fn decode_v1(local: u64, mut r: MetaReader<'_>) -> Result<Self> {
+        let log = LogPosition {
+            local,
+            chain: r.u32()?,
+        };
+        let index_bytes = r.u64()?;
+        let queues = (0..r.u32()?)
+            .map(|_| {
+                Ok(QueueRange {
+                    topic: r.str()?,
+                    queue_id: r.u32()? as i32,
+                    min: 0,
+                    end: r.u64()?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        r.finish()?;
+        Ok(Self {
+            log,
+            queues,
+            segments: Vec::new(),
+            index: IndexFiles::Legacy(index_bytes),
+            deleted_topics: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_2_round_trips() {
+        let checkpoint = Checkpoint {
+            log: LogPosition {
+                local: 8192,
+                chain: 7,
+            },
+            queues: vec![QueueRange {
+                topic: "T".into(),
+                queue_id: 3,
+                min: 5,
+                end: 9,
+            }],
+            segments: vec![(0, 1_700_000_000_000), (4096, -1)],
+            index: IndexFiles::PerSegment(vec![(0, 100), (4096, 20)]),
+            deleted_topics: vec![("Gone".into(), 4000)],
+        };
+        assert_eq!(
+            Checkpoint::decode(&checkpoint.encode()).unwrap(),
+            checkpoint
+        );
+        let mut truncated = checkpoint.encode();
+        truncated.pop();
+        assert!(Checkpoint::decode(&truncated).is_err());
+    }
+
+    #[test]
+    fn version_1_reads_as_untrimmed_queues_and_the_single_index_file() {
+        let mut w = MetaWriter::default();
+        w.u64(4096).u32(9).u64(321).u32(1);
+        w.str("T").u32(2).u64(17);
+        let checkpoint = Checkpoint::decode(&w.0).unwrap();
+        assert_eq!(
+            checkpoint.log,
+            LogPosition {
+                local: 4096,
+                chain: 9
+            }
+        );
+        assert_eq!(checkpoint.index, IndexFiles::Legacy(321));
+        assert_eq!(
+            checkpoint.queues,
+            [QueueRange {
+                topic: "T".into(),
+                queue_id: 2,
+                min: 0,
+                end: 17
+            }]
+        );
+        assert!(checkpoint.segments.is_empty() && checkpoint.deleted_topics.is_empty());
+    }
+}
