@@ -5,8 +5,9 @@
 //! segment; the checkpoint says how many bytes of each are valid. When retention removes a
 //! segment, its hits leave memory (oldest first, in bounded steps) and its file goes with it.
 //!
-//! Memory: per hit 16 bytes (`KeyHit`) in its key's list plus 16 (the key's `Rc`) in the
-//! trimming order, and each distinct key once.
+//! Memory: per hit 16 bytes (`KeyHit`) in its key's list (inline for a key's only hit, as
+//! every UNIQ_KEY's is) plus 16 (the key's `Rc`) in the trimming order, and each distinct key
+//! once.
 
 use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
@@ -43,6 +44,51 @@ pub struct KeyHit {
     pub store_timestamp_ms: i64,
 }
 
+/// A key's hits, oldest first. Most keys (every UNIQ_KEY) have one, held inline: a list per
+/// key cost an allocation for every message appended and every entry loaded at start.
+enum Hits {
+    One(KeyHit),
+    Many(VecDeque<KeyHit>),
+}
+
+impl Hits {
+    fn push(&mut self, hit: KeyHit) {
+        match self {
+            Hits::One(first) => *self = Hits::Many(VecDeque::from([*first, hit])),
+            Hits::Many(list) => list.push_back(hit),
+        }
+    }
+
+    fn front(&self) -> KeyHit {
+        match self {
+            Hits::One(hit) => *hit,
+            Hits::Many(list) => *list.front().expect("a list holds two hits or more"),
+        }
+    }
+
+    /// Drops the oldest hit; false when none is left.
+    fn pop_front(&mut self) -> bool {
+        match self {
+            Hits::One(_) => false,
+            Hits::Many(list) => {
+                list.pop_front();
+                if list.len() == 1 {
+                    *self = Hits::One(list[0]);
+                }
+                true
+            }
+        }
+    }
+
+    fn iter(&self) -> impl DoubleEndedIterator<Item = &KeyHit> {
+        let (first, second): (&[KeyHit], &[KeyHit]) = match self {
+            Hits::One(hit) => (std::slice::from_ref(hit), &[]),
+            Hits::Many(list) => list.as_slices(),
+        };
+        first.iter().chain(second)
+    }
+}
+
 /// One segment's index file.
 pub struct IndexFile<F> {
     /// Valid (durable) bytes.
@@ -62,7 +108,7 @@ impl<F> Default for IndexFile<F> {
 
 /// Owned by one shard.
 pub struct KeyIndex<F> {
-    map: FastMap<Rc<str>, VecDeque<KeyHit>>,
+    map: FastMap<Rc<str>, Hits>,
     /// The key of every held hit, oldest first (hits are added in log order), so the hit at
     /// the front of `order` is the front of its key's list: what trimming walks.
     order: VecDeque<Rc<str>>,
@@ -74,6 +120,8 @@ pub struct KeyIndex<F> {
     pub files: BTreeMap<u64, IndexFile<F>>,
     /// Keys skipped because the index was full (reported, not silent).
     pub skipped: u64,
+    /// Where `add` writes `topic#key`, kept so that no string is made per key looked up.
+    scratch: String,
 }
 
 fn index_key(topic: &str, key: &str) -> String {
@@ -95,6 +143,7 @@ impl<F> KeyIndex<F> {
             pending: Vec::new(),
             files: BTreeMap::new(),
             skipped: 0,
+            scratch: String::new(),
         }
     }
 
@@ -108,11 +157,18 @@ impl<F> KeyIndex<F> {
             self.skipped += 1;
             return None;
         }
-        let key: Rc<str> = match self.map.get_key_value(key) {
-            Some((key, _)) => key.clone(),
-            None => Rc::from(key),
+        let key = match self.map.get_key_value(key) {
+            Some((known, _)) => {
+                let known = known.clone();
+                self.map.get_mut(&known).expect("just found").push(hit);
+                known
+            }
+            None => {
+                let key: Rc<str> = Rc::from(key);
+                self.map.insert(key.clone(), Hits::One(hit));
+                key
+            }
         };
-        self.map.entry(key.clone()).or_default().push_back(hit);
         self.order.push_back(key.clone());
         Some(key)
     }
@@ -121,14 +177,18 @@ impl<F> KeyIndex<F> {
     pub fn add(&mut self, topic: &str, properties: &str, hit: KeyHit) {
         let uniq = find_property(properties, property::UNIQ_KEY);
         let keys = find_property(properties, property::KEYS).unwrap_or("");
+        let mut scratch = std::mem::take(&mut self.scratch);
         for key in uniq
             .into_iter()
             .chain(keys.split(' ').filter(|k| !k.is_empty()))
         {
-            if let Some(key) = self.insert(&index_key(topic, key), hit) {
+            scratch.clear();
+            scratch.extend([topic, "#", key]);
+            if let Some(key) = self.insert(&scratch, hit) {
                 self.pending.push((key, hit));
             }
         }
+        self.scratch = scratch;
     }
 
     /// The most recent records matching `query` at or above `served_from` (the local offset
@@ -158,18 +218,17 @@ impl<F> KeyIndex<F> {
                 return true;
             };
             let hits = self.map.get_mut(&key).expect("every ordered key is mapped");
-            if hits.front().expect("a mapped key has hits").local >= local {
+            if hits.front().local >= local {
                 return true;
             }
-            hits.pop_front();
-            if hits.is_empty() {
+            if !hits.pop_front() {
                 self.map.remove(&key);
             }
             self.order.pop_front();
         }
         self.order
             .front()
-            .is_none_or(|key| self.map[key].front().is_some_and(|h| h.local >= local))
+            .is_none_or(|key| self.map[key].front().local >= local)
     }
 
     /// Encodes the pending entries of records below `boundary`, one piece per segment file in
@@ -297,6 +356,20 @@ mod tests {
             local,
             store_timestamp_ms,
         }
+    }
+
+    #[test]
+    fn a_keys_hits_stay_in_order_as_they_grow_and_shrink() {
+        let mut hits = Hits::One(hit(1, 10));
+        assert_eq!(hits.iter().map(|h| h.local).collect::<Vec<_>>(), [1]);
+        hits.push(hit(2, 20));
+        hits.push(hit(3, 30));
+        assert_eq!(hits.iter().rev().map(|h| h.local).collect::<Vec<_>>(), [3, 2, 1]);
+        assert!(hits.pop_front());
+        assert_eq!(hits.front(), hit(2, 20));
+        assert!(hits.pop_front());
+        assert!(matches!(hits, Hits::One(h) if h == hit(3, 30)), "one hit is inline again");
+        assert!(!hits.pop_front(), "the last hit leaves none");
     }
 
     #[test]
