@@ -222,8 +222,9 @@ JAVA_BENCH_OPTS=${JAVA_BENCH_OPTS:-"-server -Xms1g -Xmx1g -Xmn256m -XX:+UseG1GC 
 # client of perf-scripts/java/pom.xml (from ~/.m2; mvn fetches it if missing) and sets
 # JAVA_BENCH_CP.
 prepare_java_bench() {
-    local dir=$1
-    mkdir -p "$dir/classes"
+    local dir
+    # Absolute: mvn resolves a relative output file against the pom's directory.
+    dir=$(mkdir -p "$1/classes" && cd "$1" && pwd)
     mvn -q -B -f "$ROOT/perf-scripts/java/pom.xml" dependency:build-classpath \
         -Dmdep.outputFile="$dir/classpath.txt" >"$dir/mvn.log" 2>&1 ||
         die "mvn could not resolve the Java client of perf-scripts/java/pom.xml; see $dir/mvn.log"
