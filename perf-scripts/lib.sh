@@ -160,6 +160,13 @@ EOF
 # ---- ringmq ----------------------------------------------------------------------------------
 
 RINGMQ_BIN=${RINGMQ_BIN:-$ROOT/target/release/ringmq}
+# Listening ports of the ringmq kinds: below the ephemeral range (32768-60999 here), where an
+# outgoing connection of any process on the host can hold a port for a while (a start of a
+# side-by-side run failed on 39876 so, 2026-12-02); clear of Apache's (20909-21912, 28876-29876).
+RINGMQ_NAMESRV_PORT=${RINGMQ_NAMESRV_PORT:-24876}
+RINGMQ_BROKER_PORT=${RINGMQ_BROKER_PORT:-25911}
+RINGMQ_BASE_NAMESRV_PORT=${RINGMQ_BASE_NAMESRV_PORT:-22876}
+RINGMQ_BASE_BROKER_PORT=${RINGMQ_BASE_BROKER_PORT:-23911}
 BENCH_BIN=${BENCH_BIN:-$ROOT/target/release/ringmq-bench}
 SHARDS=${SHARDS:-2}
 # The broker kind `ringmq-base`: a second ringmq binary (say, a release build of main) started
@@ -202,10 +209,10 @@ start_broker() {
         read -r -a ports <<<"$(apache_ports "$1")"
         start_apache "$2" "$3" "${ports[0]}" "${ports[1]}" "$(apache_version "$1")"
         ;;
-    ringmq) start_ringmq "$2" "$3" "${RINGMQ_NAMESRV_PORT:-39876}" "${RINGMQ_BROKER_PORT:-30911}" ;;
+    ringmq) start_ringmq "$2" "$3" "$RINGMQ_NAMESRV_PORT" "$RINGMQ_BROKER_PORT" ;;
     ringmq-base)
         need_ringmq_base
-        start_ringmq "$2" "$3" "${RINGMQ_BASE_NAMESRV_PORT:-49876}" "${RINGMQ_BASE_BROKER_PORT:-40911}" "$RINGMQ_BASE_BIN"
+        start_ringmq "$2" "$3" "$RINGMQ_BASE_NAMESRV_PORT" "$RINGMQ_BASE_BROKER_PORT" "$RINGMQ_BASE_BIN"
         ;;
     *) die "unknown broker kind $1 (known: $BROKER_KINDS_KNOWN)" ;;
     esac

@@ -41,7 +41,7 @@ fi
 mkdir -p "$OUT"
 [ -z "$JAVA_ENCODING" ] || prepare_java_bench "$OUT/java"
 
-start_ringmq "$OUT/broker" "$FLUSH" "${RINGMQ_NAMESRV_PORT:-39876}" "${RINGMQ_BROKER_PORT:-30911}"
+start_ringmq "$OUT/broker" "$FLUSH" "$RINGMQ_NAMESRV_PORT" "$RINGMQ_BROKER_PORT"
 # record_broker: perf record of the broker for RUN_SECONDS, in the background (PERF_PID).
 record_broker() {
     # DWARF unwinding: release builds have no frame pointers. 16 KiB of stack per sample.
