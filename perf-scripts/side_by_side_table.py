@@ -96,11 +96,13 @@ def java_rows(enc):
         (p, "load generator CPU per M msgs", "s", loadgen_cpu_per_million, "lower"),
         (p, "broker cores used", "cores", cores("broker_s"), "same"),
         (p, "load generator cores used", "cores", cores("loadgen_s"), "same"),
+        (p, "host cores busy (every process)", "cores", cores("host_busy_s"), "same"),
         (c, "consume", "msg/s", consume("msg_per_s"), "higher"),
         (c, "broker CPU per M msgs", "s", cpu_per_million, "lower"),
         (c, "load generator CPU per M msgs", "s", loadgen_cpu_per_million, "lower"),
         (c, "broker cores used", "cores", cores("broker_s"), "same"),
         (c, "load generator cores used", "cores", cores("loadgen_s"), "same"),
+        (c, "host cores busy (every process)", "cores", cores("host_busy_s"), "same"),
     ]
 
 
@@ -270,13 +272,18 @@ def columns_table(out, kinds, rows, intro):
         print("| " + " | ".join([workload, measure, unit, *(cells[k][0] for k in kinds), *shown, better_said]) + " |")
 
 
-def bound(broker_cores, loadgen_cores, host_cores):
-    """Which process bound a Java workload, from the median cores each used in its window."""
+def bound(broker_cores, loadgen_cores, host_cores, host_busy=None):
+    """What bound a Java workload, from the median cores used in its window: each process at
+    BOUND_CORES or more, and the host's CPU when it was busy to BOUND_CORES of every core
+    (by every process when JavaBench read /proc/stat, else by these two), with what other
+    processes took of it."""
     if broker_cores is None or loadgen_cores is None:
         return "–"
-    if host_cores and broker_cores + loadgen_cores >= BOUND_CORES * host_cores:
-        return f"host CPU ({broker_cores + loadgen_cores:.2f} of {host_cores} cores)"
     held = [name for name, c in (("broker", broker_cores), ("load generator", loadgen_cores)) if c >= BOUND_CORES]
+    busy = broker_cores + loadgen_cores if host_busy is None else host_busy
+    if host_cores and busy >= BOUND_CORES * host_cores:
+        others = "" if host_busy is None else f", {max(0.0, busy - broker_cores - loadgen_cores):.2f} by other processes"
+        held.append(f"host CPU ({busy:.2f} of {host_cores} cores busy{others})")
     return " and ".join(held) if held else "neither (< 0.9 cores each: waits)"
 
 
@@ -284,16 +291,16 @@ def java_table(out, kinds, reps):
     columns_table(out, kinds, JAVA_ROWS,
                   f"\nOfficial Java client (JavaBench.java), {reps} repetition(s); CPU in JavaBench's window")
     host = load(out / "host.json") or {}
-    print(f"\nWhat bound each Java workload (a process at ≥ {BOUND_CORES} cores, or both together at "
-          f"≥ {BOUND_CORES:.0%} of the host's {host.get('cores', '?')}), from the medians above:\n")
+    print(f"\nWhat bound each Java workload (a process at ≥ {BOUND_CORES} cores; the host's CPU when "
+          f"≥ {BOUND_CORES:.0%} of its {host.get('cores', '?')} cores were busy), from the medians above:\n")
     print("| workload | " + " | ".join(heading(out, k) for k in kinds) + " |")
     print("|" + "---|" * (1 + len(kinds)))
     for enc in JAVA_ENCODINGS:
         for workload in (f"java-produce-{enc}", f"java-consume-{enc}"):
             said = []
             for k in kinds:
-                b, g = (cell(values(out, k, workload, cores(p)))[1] for p in ("broker_s", "loadgen_s"))
-                said.append(bound(b, g, host.get("cores")))
+                b, g, h = (cell(values(out, k, workload, cores(p)))[1] for p in ("broker_s", "loadgen_s", "host_busy_s"))
+                said.append(bound(b, g, host.get("cores"), h))
             if any(x != "–" for x in said):
                 print(f"| {workload} | " + " | ".join(said) + " |")
 

@@ -12,9 +12,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import side_by_side_table as table  # noqa: E402
 
 
-def java_result(messages, wall, broker_s, loadgen_s, direction="produce"):
+def java_result(messages, wall, broker_s, loadgen_s, direction="produce", host_busy_s=None):
+    cpu = {"wall_s": wall, "broker_s": broker_s, "loadgen_s": loadgen_s}
+    if host_busy_s is not None:
+        cpu["host_busy_s"] = host_busy_s
     return {direction: {"messages": messages, "msg_per_s": messages / wall, "latency_us": {"p99": 5000}},
-            "cpu": {"wall_s": wall, "broker_s": broker_s, "loadgen_s": loadgen_s}}
+            "cpu": cpu}
 
 
 class TableTest(unittest.TestCase):
@@ -59,8 +62,8 @@ class TableTest(unittest.TestCase):
         self.assertIn("| 95.00 (95.00–95.00) | 79.17 (79.17–79.17) | 52.78 (52.78–52.78) |", loadgen)
         bound = next(line for line in text.splitlines() if line.startswith("| java-produce-json |")
                      and "host CPU" in line)
-        # apache: 1.2 + 0.95 cores of 2: the host; ringmq: 0.3 + 0.95: the load generator.
-        self.assertIn("host CPU (2.15 of 2 cores)", bound)
+        # apache: 1.2 + 0.95 cores of 2: both and the host; ringmq: 0.3 + 0.95: the load generator.
+        self.assertIn("| broker and load generator and host CPU (2.15 of 2 cores busy) |", bound)
         self.assertTrue(bound.rstrip(" |").endswith("load generator"), bound)
         self.assertNotIn("async-1k", text)
 
@@ -77,6 +80,18 @@ class TableTest(unittest.TestCase):
         self.assertEqual(table.bound(0.3, 0.5, 2), "neither (< 0.9 cores each: waits)")
         self.assertEqual(table.bound(1.0, 0.5, 2), "broker")
         self.assertEqual(table.bound(None, 0.5, 2), "–")
+        # /proc/stat's busy time names what other processes took.
+        self.assertEqual(table.bound(0.6, 1.0, 2, 1.95),
+                         "load generator and host CPU (1.95 of 2 cores busy, 0.35 by other processes)")
+        self.assertEqual(table.bound(0.6, 0.7, 2, 1.2), "neither (< 0.9 cores each: waits)")
+
+    def test_host_busy_row(self):
+        self.put(1, "ringmq", "java-consume-rocketmq", java_result(100_000, 5.0, 1.0, 5.0, "consume", 9.5),
+                 cpu_s=1.0)
+        text = self.render()
+        self.assertIn("| java-consume-rocketmq | host cores busy (every process) | cores | 1.90 |", text)
+        self.assertIn("| java-consume-rocketmq | load generator and host CPU (1.90 of 2 cores busy, "
+                      "0.70 by other processes) |", text)
 
 
 if __name__ == "__main__":

@@ -241,7 +241,11 @@ public final class JavaBench {
         return String.format(java.util.Locale.ROOT, "%.3f", v);
     }
 
-    /** utime + stime of this JVM and of the broker, with the wall clock, from /proc. */
+    /**
+     * utime + stime of this JVM and of the broker, and the host's busy CPU time (every process,
+     * from /proc/stat), with the wall clock: the host's figure tells a run bound by the two
+     * processes from one whose CPUs other processes took.
+     */
     static final class Cpu {
         final long brokerPid;
         final double hz;
@@ -251,7 +255,7 @@ public final class JavaBench {
             hz = o.integer("clk-tck", 100, 1, 1_000_000);
         }
 
-        record Reading(long nanos, double self, double broker) {
+        record Reading(long nanos, double self, double broker, double host) {
             double wallSeconds(Reading before) {
                 return (nanos - before.nanos) / 1e9;
             }
@@ -259,7 +263,25 @@ public final class JavaBench {
 
         Reading read() {
             return new Reading(System.nanoTime(), seconds("self"),
-                brokerPid > 0 ? seconds(Long.toString(brokerPid)) : Double.NaN);
+                brokerPid > 0 ? seconds(Long.toString(brokerPid)) : Double.NaN, hostBusySeconds());
+        }
+
+        /** The first line of /proc/stat, all CPUs: every field but idle and iowait is busy time. */
+        double hostBusySeconds() {
+            try {
+                String line = Files.readAllLines(Path.of("/proc/stat")).get(0);
+                String[] f = line.trim().split("\\s+");
+                long busy = 0;
+                // cpu user nice system idle iowait irq softirq steal (guest time is in user).
+                for (int i = 1; i <= 8 && i < f.length; i++) {
+                    if (i != 4 && i != 5) {
+                        busy += Long.parseLong(f[i]);
+                    }
+                }
+                return busy / hz;
+            } catch (IOException | RuntimeException e) {
+                return Double.NaN;
+            }
         }
 
         double seconds(String pid) {
@@ -277,6 +299,8 @@ public final class JavaBench {
         String json(Reading before, Reading after) {
             return "{\"wall_s\": " + fmt(after.wallSeconds(before)) + ",\"loadgen_s\": " + fmt(after.self - before.self)
                 + ",\"broker_s\": " + (brokerPid > 0 ? fmt(after.broker - before.broker) : "null")
+                + ",\"host_busy_s\": " + (Double.isNaN(after.host) ? "null" : fmt(after.host - before.host))
+                + ",\"host_cores\": " + Runtime.getRuntime().availableProcessors()
                 + ",\"broker_pid\": " + brokerPid + "}";
         }
     }
