@@ -73,7 +73,7 @@ mkdir -p "$OUT"
     echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/settings.txt"
 
-start_ringmq "$OUT/broker" "$FLUSH" "${RINGMQ_NAMESRV_PORT:-39876}" "${RINGMQ_BROKER_PORT:-30911}" "$RINGMQ_BIN"
+start_ringmq "$OUT/broker" "$FLUSH" "$RINGMQ_NAMESRV_PORT" "$RINGMQ_BROKER_PORT" "$RINGMQ_BIN"
 log "warm-up, 2 s"
 "$BENCH_BIN" "${WORKLOAD[@]}" -n "$NAMESRV_ADDR" -d 2 --quiet >"$OUT/warmup.txt" 2>&1 || true
 

@@ -47,26 +47,79 @@ rss_kib() { awk -v k="${2:-VmRSS}:" '$1 == k { print $2 }' "/proc/$1/status"; }
 
 # ---- Apache RocketMQ -------------------------------------------------------------------------
 
-APACHE_HOME=${APACHE_HOME:-$ROOT/target/apache-rocketmq}
+# Broker kinds: `apache` is release APACHE_VERSION (5.3.3, the peer of every result before
+# 2026-12-02), `apache-V` is release V (apache-5.5.1, apache-5.5.0, ...). Each release's jars
+# are fetched once into APACHE_ROOT/V/lib by apache/pom.xml.
+APACHE_VERSION=${APACHE_VERSION:-5.3.3}
+APACHE_ROOT=${APACHE_ROOT:-$ROOT/target/apache-rocketmq}
+# Releases Maven Central serves only in part, as RELEASE=FILL pairs: when the whole of RELEASE
+# does not resolve, the modules it lacks are taken from FILL (apache/pom.xml's
+# rocketmq.fill.version) and the mix is recorded in APACHE_ROOT/V/JARS and in settings.txt.
+# 5.5.1: Central has broker, store, remoting, common, controller and tiered-store at 5.5.1 but
+# namesrv, client, srvutil, filter, auth and tools only up to 5.5.0 (checked 2026-12-02).
+APACHE_FILL_VERSIONS=${APACHE_FILL_VERSIONS:-"5.5.1=5.5.0"}
 # JVM settings: Apache's own bin/runbroker.sh and bin/runserver.sh flags, with the heap scaled
 # from their 8 GiB / 4 GiB defaults to this 24 GiB, 2-core machine.
 APACHE_BROKER_JAVA_OPTS=${APACHE_BROKER_JAVA_OPTS:-"-server -Xms2g -Xmx2g -XX:+UseG1GC -XX:G1HeapRegionSize=16m -XX:G1ReservePercent=25 -XX:InitiatingHeapOccupancyPercent=30 -XX:SoftRefLRUPolicyMSPerMB=0 -XX:-OmitStackTraceInFastThrow -XX:+AlwaysPreTouch -XX:MaxDirectMemorySize=2g -XX:-UseLargePages"}
 APACHE_NAMESRV_JAVA_OPTS=${APACHE_NAMESRV_JAVA_OPTS:-"-server -Xms512m -Xmx512m -XX:+UseG1GC -XX:-OmitStackTraceInFastThrow"}
 
-# fetch_apache: Apache RocketMQ's NameServer, broker and their jars from Maven Central, once.
+# is_apache_kind KIND: whether KIND is `apache` or `apache-<release>`.
+is_apache_kind() { [[ $1 == apache || $1 =~ ^apache-[0-9]+\.[0-9]+\.[0-9]+$ ]]; }
+
+# apache_version KIND: the release an Apache kind runs.
+apache_version() { if [ "$1" = apache ]; then echo "$APACHE_VERSION"; else echo "${1#apache-}"; fi; }
+
+# apache_home VERSION: where that release's jars are (lib/) and the list of them (JARS).
+apache_home() { echo "$APACHE_ROOT/$1"; }
+
+# fetch_apache VERSION: the release's NameServer, broker and their jars from Maven Central,
+# once (the JARS file marks a complete fetch; remove the directory to fetch again).
 fetch_apache() {
-    if ! compgen -G "$APACHE_HOME/lib/rocketmq-broker-*.jar" >/dev/null; then
-        log "fetching Apache RocketMQ into $APACHE_HOME/lib (mvn dependency:copy-dependencies)"
+    local version=$1 home fill="" pair
+    home=$(apache_home "$version")
+    [ -f "$home/JARS" ] && return 0
+    rm -rf "$home/lib"
+    mkdir -p "$home"
+    log "fetching Apache RocketMQ $version into $home/lib (mvn dependency:copy-dependencies)"
+    if ! mvn -q -B -f "$ROOT/perf-scripts/apache/pom.xml" dependency:copy-dependencies \
+        -Drocketmq.version="$version" -DoutputDirectory="$home/lib" >"$home/mvn.log" 2>&1; then
+        for pair in $APACHE_FILL_VERSIONS; do [ "${pair%%=*}" != "$version" ] || fill=${pair#*=}; done
+        [ -n "$fill" ] || die "mvn could not fetch Apache RocketMQ $version; see $home/mvn.log"
+        log "Maven Central lacks part of Apache RocketMQ $version ($(grep -o 'rocketmq-[a-z-]*:jar:[0-9.]*' "$home/mvn.log" | sort -u | tr '\n' ' ')); those modules from $fill"
+        rm -rf "$home/lib"
         mvn -q -B -f "$ROOT/perf-scripts/apache/pom.xml" dependency:copy-dependencies \
-            -DoutputDirectory="$APACHE_HOME/lib" >&2 || die "mvn could not fetch Apache RocketMQ"
+            -Drocketmq.version="$version" -Drocketmq.fill.version="$fill" \
+            -DoutputDirectory="$home/lib" >"$home/mvn.log" 2>&1 ||
+            die "mvn could not fetch Apache RocketMQ $version with $fill; see $home/mvn.log"
     fi
+    compgen -G "$home/lib/rocketmq-broker-$version.jar" >/dev/null ||
+        die "no rocketmq-broker-$version.jar in $home/lib"
+    # The RocketMQ jars of this kind, one line: what settings.txt records.
+    (cd "$home/lib" && ls rocketmq-*.jar | sed 's/\.jar$//' | tr '\n' ' ') >"$home/JARS"
 }
 
-# start_apache DIR FLUSH NAMESRV_PORT BROKER_PORT: NameServer + one master broker on loopback,
-# data in DIR; sets BROKER_PID, NAMESRV_ADDR.
+# apache_ports KIND: "NAMESRV_PORT BROKER_PORT" of an Apache kind. `apache` keeps 29876/20911
+# (APACHE_NAMESRV_PORT, APACHE_BROKER_PORT); apache-V gets ports from its release number
+# (5.5.1: 29356/21431), so that two releases in one run do not meet each other's sockets (the
+# broker also listens on BROKER_PORT-2 and +1).
+apache_ports() {
+    if [ "$1" = apache ]; then
+        echo "${APACHE_NAMESRV_PORT:-29876} ${APACHE_BROKER_PORT:-20911}"
+        return
+    fi
+    local v major minor patch slot
+    v=$(apache_version "$1")
+    IFS=. read -r major minor patch <<<"$v"
+    slot=$(((major * 100 + minor * 10 + patch) % 100 + 1)) # 1..100, never 0 (`apache`'s)
+    echo "$((29876 - 10 * slot)) $((20911 + 10 * slot))"
+}
+
+# start_apache DIR FLUSH NAMESRV_PORT BROKER_PORT [VERSION]: NameServer + one master broker of
+# release VERSION (default APACHE_VERSION) on loopback, data in DIR; sets BROKER_PID, NAMESRV_ADDR.
 start_apache() {
-    local dir=$1 flush=$2 ns_port=$3 broker_port=$4
-    fetch_apache
+    local dir=$1 flush=$2 ns_port=$3 broker_port=$4 version=${5:-$APACHE_VERSION} home
+    fetch_apache "$version"
+    home=$(apache_home "$version")
     mkdir -p "$dir"
     cat >"$dir/namesrv.conf" <<EOF
 listenPort=$ns_port
@@ -86,7 +139,7 @@ storePathCommitLog=$dir/store/commitlog
 flushDiskType=$flush
 autoCreateTopicEnable=true
 EOF
-    local cp="$APACHE_HOME/lib/*" common="-Drocketmq.home.dir=$APACHE_HOME -Duser.home=$dir"
+    local cp="$home/lib/*" common="-Drocketmq.home.dir=$home -Duser.home=$dir"
     # shellcheck disable=SC2086
     java $APACHE_NAMESRV_JAVA_OPTS $common -cp "$cp" org.apache.rocketmq.namesrv.NamesrvStartup \
         -c "$dir/namesrv.conf" >"$dir/namesrv.out" 2>&1 &
@@ -107,6 +160,13 @@ EOF
 # ---- ringmq ----------------------------------------------------------------------------------
 
 RINGMQ_BIN=${RINGMQ_BIN:-$ROOT/target/release/ringmq}
+# Listening ports of the ringmq kinds: below the ephemeral range (32768-60999 here), where an
+# outgoing connection of any process on the host can hold a port for a while (a start of a
+# side-by-side run failed on 39876 so, 2026-12-02); clear of Apache's (20909-21912, 28876-29876).
+RINGMQ_NAMESRV_PORT=${RINGMQ_NAMESRV_PORT:-24876}
+RINGMQ_BROKER_PORT=${RINGMQ_BROKER_PORT:-25911}
+RINGMQ_BASE_NAMESRV_PORT=${RINGMQ_BASE_NAMESRV_PORT:-22876}
+RINGMQ_BASE_BROKER_PORT=${RINGMQ_BASE_BROKER_PORT:-23911}
 BENCH_BIN=${BENCH_BIN:-$ROOT/target/release/ringmq-bench}
 SHARDS=${SHARDS:-2}
 # The broker kind `ringmq-base`: a second ringmq binary (say, a release build of main) started
@@ -135,19 +195,58 @@ start_ringmq() {
     NAMESRV_ADDR=127.0.0.1:$ns_port
 }
 
-# BROKER_KINDS_KNOWN: what start_broker can start.
-BROKER_KINDS_KNOWN="apache ringmq ringmq-base"
+# BROKER_KINDS_KNOWN: what start_broker can start (known_kind checks one).
+BROKER_KINDS_KNOWN="apache apache-<release> ringmq ringmq-base"
+known_kind() { is_apache_kind "$1" || [ "$1" = ringmq ] || [ "$1" = ringmq-base ]; }
 
 # start_broker KIND DIR FLUSH: any broker kind on this script's ports (each kind its own, so a
 # start never meets the previous kind's sockets).
 start_broker() {
     case $1 in
-    apache) start_apache "$2" "$3" "${APACHE_NAMESRV_PORT:-29876}" "${APACHE_BROKER_PORT:-20911}" ;;
-    ringmq) start_ringmq "$2" "$3" "${RINGMQ_NAMESRV_PORT:-39876}" "${RINGMQ_BROKER_PORT:-30911}" ;;
+    apache | apache-*)
+        is_apache_kind "$1" || die "unknown broker kind $1 (known: $BROKER_KINDS_KNOWN)"
+        local ports
+        read -r -a ports <<<"$(apache_ports "$1")"
+        start_apache "$2" "$3" "${ports[0]}" "${ports[1]}" "$(apache_version "$1")"
+        ;;
+    ringmq) start_ringmq "$2" "$3" "$RINGMQ_NAMESRV_PORT" "$RINGMQ_BROKER_PORT" ;;
     ringmq-base)
         need_ringmq_base
-        start_ringmq "$2" "$3" "${RINGMQ_BASE_NAMESRV_PORT:-49876}" "${RINGMQ_BASE_BROKER_PORT:-40911}" "$RINGMQ_BASE_BIN"
+        start_ringmq "$2" "$3" "$RINGMQ_BASE_NAMESRV_PORT" "$RINGMQ_BASE_BROKER_PORT" "$RINGMQ_BASE_BIN"
         ;;
     *) die "unknown broker kind $1 (known: $BROKER_KINDS_KNOWN)" ;;
     esac
+}
+
+# ---- the official Java client as load generator (perf-scripts/java) --------------------------
+
+# JVM flags of the Java load generator: Apache's distribution/benchmark/runclass.sh (1 GiB heap,
+# 256 MiB young generation, no large pages, no shared perf memory) with G1 in place of CMS,
+# which Java 14 removed.
+JAVA_BENCH_OPTS=${JAVA_BENCH_OPTS:-"-server -Xms1g -Xmx1g -Xmn256m -XX:+UseG1GC -XX:SoftRefLRUPolicyMSPerMB=0 -XX:-OmitStackTraceInFastThrow -XX:-UseLargePages -XX:+PerfDisableSharedMem"}
+
+# prepare_java_bench DIR: compiles perf-scripts/java/JavaBench.java into DIR/classes against the
+# client of perf-scripts/java/pom.xml (from ~/.m2; mvn fetches it if missing) and sets
+# JAVA_BENCH_CP.
+prepare_java_bench() {
+    local dir
+    # Absolute: mvn resolves a relative output file against the pom's directory.
+    dir=$(mkdir -p "$1/classes" && cd "$1" && pwd)
+    mvn -q -B -f "$ROOT/perf-scripts/java/pom.xml" dependency:build-classpath \
+        -Dmdep.outputFile="$dir/classpath.txt" >"$dir/mvn.log" 2>&1 ||
+        die "mvn could not resolve the Java client of perf-scripts/java/pom.xml; see $dir/mvn.log"
+    javac -d "$dir/classes" -cp "$(cat "$dir/classpath.txt")" "$ROOT/perf-scripts/java/JavaBench.java" ||
+        die "JavaBench.java does not compile"
+    JAVA_BENCH_CP="$dir/classes:$(cat "$dir/classpath.txt")"
+}
+
+# java_bench ENCODING DIR ARGS...: one JavaBench run (perf-scripts/java/JavaBench.java) with
+# header encoding ENCODING (JSON or ROCKETMQ, set explicitly so no ROCKETMQ_SERIALIZE_TYPE from
+# the environment decides), the client's logs in DIR.
+java_bench() {
+    local encoding=$1 dir=$2
+    shift 2
+    # shellcheck disable=SC2086
+    java $JAVA_BENCH_OPTS -Drocketmq.serialize.type="$encoding" -Duser.home="$dir" \
+        -cp "$JAVA_BENCH_CP" JavaBench "$@" --clk-tck "$(getconf CLK_TCK)"
 }

@@ -5,10 +5,12 @@
 #
 #   perf-scripts/side-by-side.sh [--seconds N] [--reps R] [--brokers "apache ringmq"] [--out DIR]
 #                                [--bench-bin PATH] [--base-bin PATH] [--alternate] [--skip-build]
-#                                [--no-limits]
+#                                [--no-limits] [--phases "async e2e sync java"]
 #
 # Broker kinds (--brokers, run in the order given, each repetition):
-#   apache       Apache RocketMQ 5.3.3 (fetched by perf-scripts/apache/pom.xml)
+#   apache       Apache RocketMQ 5.3.3 (APACHE_VERSION; fetched by perf-scripts/apache/pom.xml)
+#   apache-V     Apache RocketMQ release V, e.g. apache-5.5.1 (the newest on Maven Central; it
+#                serves only part of 5.5.1, the rest comes from 5.5.0: lib.sh APACHE_FILL_VERSIONS)
 #   ringmq       `ringmq standalone` from RINGMQ_BIN (default target/release/ringmq, built here)
 #   ringmq-base  the same start of another ringmq binary: --base-bin or RINGMQ_BASE_BIN
 #                (default target/baseline/ringmq, made by build-baseline.sh), e.g. today's main beside a change
@@ -23,8 +25,17 @@
 #                       batch-1k (batches of 32), catch-up (consume async-1k's backlog)
 #   ASYNC_FLUSH broker: e2e at half the slower broker's async-1k rate (open loop, 16 producers)
 #   SYNC_FLUSH broker:  sync-1k (1 KiB, 64 synchronous producers)
+#   ASYNC_FLUSH broker, once per header encoding (json, rocketmq), the official Java client
+#                       (perf-scripts/java/JavaBench.java, rocketmq-client 5.3.3):
+#                       java-produce-ENC (JAVA_THREADS=64 threads of synchronous 1 KiB sends
+#                       after a JAVA_WARMUP_SECONDS=5 warm-up, --seconds long, at most
+#                       JAVA_MAX_MESSAGES=2000000), then java-consume-ENC (a push consumer
+#                       draining that backlog, at most JAVA_CONSUME_SECONDS=120)
 # plus the broker's CPU seconds per million messages and its RSS idle and at peak, and first
-# the host's physical limits (physical-limits.sh) for the table to compare against.
+# the host's physical limits (physical-limits.sh) for the table to compare against. --phases
+# runs only some of those broker starts (e2e needs async: its rate comes from async-1k).
+# The Java workloads also report the load generator's CPU per million messages and which
+# process bound the run (JavaBench reads both processes' /proc/PID/stat at its window's edges).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -38,6 +49,11 @@ OUT=$ROOT/target/side-by-side/$(date -u +%Y%m%dT%H%M%SZ)
 BUILD=1
 LIMITS=1
 ALTERNATE=0
+PHASES="async e2e sync java"
+JAVA_THREADS=${JAVA_THREADS:-64}
+JAVA_WARMUP_SECONDS=${JAVA_WARMUP_SECONDS:-5}
+JAVA_MAX_MESSAGES=${JAVA_MAX_MESSAGES:-2000000}
+JAVA_CONSUME_SECONDS=${JAVA_CONSUME_SECONDS:-120}
 while [ $# -gt 0 ]; do
     case $1 in
     --seconds) RUN_SECONDS=$2; shift 2 ;;
@@ -49,6 +65,7 @@ while [ $# -gt 0 ]; do
     --skip-build) BUILD=0; shift ;;
     --no-limits) LIMITS=0; shift ;;
     --alternate) ALTERNATE=1; shift ;;
+    --phases) PHASES=$2; shift 2 ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
     esac
 done
@@ -58,9 +75,15 @@ done
 # Every kind is checked before anything starts, so a typo does not surface an hour in.
 has_kind() { [[ " $BROKER_KINDS " == *" $1 "* ]]; }
 for kind in $BROKER_KINDS; do
-    [[ " $BROKER_KINDS_KNOWN " == *" $kind "* ]] || die "unknown broker kind $kind (known: $BROKER_KINDS_KNOWN)"
+    known_kind "$kind" || die "unknown broker kind $kind (known: $BROKER_KINDS_KNOWN)"
 done
+APACHE_KINDS=$(for kind in $BROKER_KINDS; do ! is_apache_kind "$kind" || echo "$kind"; done | tr '\n' ' ')
 [ -n "${BROKER_KINDS// /}" ] || die "--brokers names no broker"
+has_phase() { [[ " $PHASES " == *" $1 "* ]]; }
+for phase in $PHASES; do
+    [[ " async e2e sync java " == *" $phase "* ]] || die "unknown phase $phase (known: async e2e sync java)"
+done
+! has_phase e2e || has_phase async || die "phase e2e needs phase async (its rate is half async-1k's)"
 ! has_kind ringmq-base || need_ringmq_base
 
 if [ "$BUILD" = 1 ]; then
@@ -78,8 +101,14 @@ fi
 [ -x "$BENCH_BIN" ] || die "no ringmq-bench at $BENCH_BIN"
 ! has_kind ringmq || [ -x "$RINGMQ_BIN" ] || die "no ringmq binary at $RINGMQ_BIN"
 mkdir -p "$OUT"
+# Every Apache release is fetched before anything starts (and a missing one fails here).
+for kind in $APACHE_KINDS; do fetch_apache "$(apache_version "$kind")"; done
+! has_phase java || prepare_java_bench "$OUT/java"
 {
-    if has_kind apache; then
+    for kind in $APACHE_KINDS; do
+        echo "$kind: Apache RocketMQ $(apache_version "$kind"), jars $(cat "$(apache_home "$(apache_version "$kind")")/JARS")"
+    done
+    if [ -n "$APACHE_KINDS" ]; then
         echo "Apache broker JVM: $APACHE_BROKER_JAVA_OPTS"
         echo "Apache NameServer JVM: $APACHE_NAMESRV_JAVA_OPTS"
         echo "Apache broker.conf: defaults + brokerIP1/bindAddress=127.0.0.1, flushDiskType per phase"
@@ -95,7 +124,13 @@ mkdir -p "$OUT"
         [ ! -f "$(dirname "$RINGMQ_BASE_BIN")/COMMIT" ] ||
             echo "ringmq-base commit: $(cat "$(dirname "$RINGMQ_BASE_BIN")/COMMIT")"
     fi
-    ! has_kind apache || echo "java: $(java -version 2>&1 | head -1)"
+    [ -z "$APACHE_KINDS" ] && ! has_phase java || echo "java: $(java -version 2>&1 | head -1)"
+    echo "phases: $PHASES"
+    if has_phase java; then
+        echo "Java load generator: perf-scripts/java/JavaBench.java, $(grep -o 'rocketmq-client-[0-9.]*[0-9]' "$OUT/java/classpath.txt" | head -1)"
+        echo "Java load generator JVM: $JAVA_BENCH_OPTS"
+        echo "Java workloads: $JAVA_THREADS sync-send threads, 1 KiB, ${JAVA_WARMUP_SECONDS}s client warm-up, $RUN_SECONDS s or $JAVA_MAX_MESSAGES messages; push consumer (20 threads) draining it, at most $JAVA_CONSUME_SECONDS s"
+    fi
     echo "seconds per workload: $RUN_SECONDS; warm-up per broker start: ${WARMUP_SECONDS}s; repetitions: $REPS"
 } >"$OUT/settings.txt"
 "$BENCH_BIN" host --data-path "$OUT" >"$OUT/host.json"
@@ -155,6 +190,45 @@ e2e_phase() {
     bench "$1" "$2" e2e e2e -q 8 -c 4 -t sbs-e2e -p 16 --in-flight 4 -s 1024 -r "$E2E_RATE"
 }
 
+# java_workloads REP KIND ENCODING: java-produce-ENC, then java-consume-ENC of its backlog, into
+# OUT/REP/KIND-java-{produce,consume}-enc.{json,txt,proc}; the .proc's cpu_s is the broker's
+# CPU in JavaBench's window (not around the JVM's start), so CPU per message means the same
+# as the other workloads'.
+java_workloads() {
+    local rep=$1 kind=$2 encoding=$3 enc dir=$OUT/$1
+    enc=$(echo "$encoding" | tr '[:upper:]' '[:lower:]')
+    local topic=sbs-java-$enc produced
+    local p=$dir/$kind-java-produce-$enc c=$dir/$kind-java-consume-$enc
+    mkdir -p "$dir"
+    log "rep $rep $kind java-produce-$enc: $JAVA_THREADS threads of sync sends, ${RUN_SECONDS}s or $JAVA_MAX_MESSAGES messages"
+    java_bench "$encoding" "$dir/$kind-java-$enc" produce --namesrv "$NAMESRV_ADDR" --topic "$topic" \
+        --threads "$JAVA_THREADS" --size 1024 --seconds "$RUN_SECONDS" --warmup-seconds "$JAVA_WARMUP_SECONDS" \
+        --max-messages "$JAVA_MAX_MESSAGES" --broker-pid "$BROKER_PID" --json "$p.json" >"$p.txt" 2>&1 ||
+        log "rep $rep $kind java-produce-$enc: JavaBench failed, see $p.txt"
+    java_proc "$p"
+    produced=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["produce"]["messages"])' "$p.json" 2>/dev/null || echo 0)
+    if [ "$produced" -gt 0 ]; then
+        log "rep $rep $kind java-consume-$enc: push consumer draining $produced messages"
+        java_bench "$encoding" "$dir/$kind-java-$enc" consume --namesrv "$NAMESRV_ADDR" --topic "$topic" \
+            --group "sbs-java-$enc-$rep" --expect "$produced" --seconds "$JAVA_CONSUME_SECONDS" \
+            --broker-pid "$BROKER_PID" --json "$c.json" >"$c.txt" 2>&1 ||
+            log "rep $rep $kind java-consume-$enc: JavaBench failed, see $c.txt"
+        java_proc "$c"
+    else
+        log "rep $rep $kind java-produce-$enc: nothing produced, java-consume-$enc skipped"
+    fi
+}
+java_proc() {
+    python3 - "$1.json" "$(rss_kib "$BROKER_PID")" "$(rss_kib "$BROKER_PID" VmHWM)" "$RSS_IDLE" >"$1.proc" <<'PY' || rm -f "$1.proc"
+import json, sys
+cpu = json.load(open(sys.argv[1]))["cpu"]
+print(json.dumps({"cpu_s": cpu["broker_s"], "rss_kib": int(sys.argv[2]), "rss_peak_kib": int(sys.argv[3]),
+                  "rss_idle_kib": int(sys.argv[4]), "window": "JavaBench"}))
+PY
+}
+java_json_phase() { java_workloads "$1" "$2" JSON; }
+java_rocketmq_phase() { java_workloads "$1" "$2" ROCKETMQ; }
+
 msg_rate() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["produce"]["msg_per_s"]))' "$1" 2>/dev/null || echo 0; }
 
 KINDS_FORWARD=$BROKER_KINDS
@@ -162,19 +236,30 @@ KINDS_REVERSED=$(echo "$BROKER_KINDS" | tr ' ' '\n' | grep . | tac | tr '\n' ' '
 for rep in $(seq 1 "$REPS"); do
     BROKER_KINDS=$KINDS_FORWARD
     if [ "$ALTERNATE" = 1 ] && [ $((rep % 2)) = 0 ]; then BROKER_KINDS=$KINDS_REVERSED; fi
-    for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" async_phase; done
-    E2E_RATE=
-    for kind in $BROKER_KINDS; do
-        rate=$(msg_rate "$OUT/$rep/$kind-async-1k.json")
-        if [ -z "$E2E_RATE" ] || [ "$rate" -lt "$E2E_RATE" ]; then E2E_RATE=$rate; fi
-    done
-    E2E_RATE=$((E2E_RATE / 2))
-    if [ "$E2E_RATE" -gt 0 ]; then
-        for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" e2e_phase; done
-    else
-        log "rep $rep: no async-1k rate, e2e skipped"
+    if has_phase async; then
+        for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" async_phase; done
     fi
-    for kind in $BROKER_KINDS; do with_broker "$kind" SYNC_FLUSH "$rep" sync_phase; done
+    if has_phase e2e; then
+        E2E_RATE=
+        for kind in $BROKER_KINDS; do
+            rate=$(msg_rate "$OUT/$rep/$kind-async-1k.json")
+            if [ -z "$E2E_RATE" ] || [ "$rate" -lt "$E2E_RATE" ]; then E2E_RATE=$rate; fi
+        done
+        E2E_RATE=$((E2E_RATE / 2))
+        if [ "$E2E_RATE" -gt 0 ]; then
+            for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" e2e_phase; done
+        else
+            log "rep $rep: no async-1k rate, e2e skipped"
+        fi
+    fi
+    if has_phase sync; then
+        for kind in $BROKER_KINDS; do with_broker "$kind" SYNC_FLUSH "$rep" sync_phase; done
+    fi
+    if has_phase java; then
+        # The kinds alternate within an encoding, as every phase does; JSON first.
+        for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" java_json_phase; done
+        for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" java_rocketmq_phase; done
+    fi
 done
 
 python3 "$ROOT/perf-scripts/side_by_side_table.py" "$OUT" | tee "$OUT/summary.md"
