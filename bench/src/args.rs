@@ -2,6 +2,7 @@
 //! connection is made, and turned into a [`Workload`] whose numbers are known to be in range.
 
 use crate::limits::*;
+use ringmq::protocol::command::SerializeType;
 use ringmq::server::connection::PENDING_REQUESTS_MAX;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -53,6 +54,27 @@ pub struct TargetArgs {
     /// A path on the broker's disk, for the disk and file-system facts in the result.
     #[arg(long, default_value = ".")]
     pub data_path: PathBuf,
+    /// How the load's requests write their headers: JSON (the Java client's default) or the
+    /// binary ROCKETMQ form (what Apache's own tools select).
+    #[arg(long, value_enum, default_value_t = HeaderEncoding::Json)]
+    pub header: HeaderEncoding,
+}
+
+/// A request header encoding (REMOTING.md §1.4, §1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeaderEncoding {
+    Json,
+    Rocketmq,
+}
+
+impl From<HeaderEncoding> for SerializeType {
+    fn from(encoding: HeaderEncoding) -> Self {
+        match encoding {
+            HeaderEncoding::Json => SerializeType::Json,
+            HeaderEncoding::Rocketmq => SerializeType::RocketMq,
+        }
+    }
 }
 
 /// What producers send and how.
@@ -172,6 +194,7 @@ pub struct Target {
     pub messages: u64,
     #[serde(serialize_with = "seconds")]
     pub timeout: Duration,
+    pub header: HeaderEncoding,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -255,6 +278,7 @@ impl TargetArgs {
             duration: Duration::from_secs_f64(self.duration),
             messages: self.messages,
             timeout: Duration::from_millis(self.timeout_ms),
+            header: self.header,
         })
     }
 }

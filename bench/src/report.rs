@@ -89,7 +89,7 @@ fn summary_text(name: &str, s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{Discovery, Produce, Target};
+    use crate::args::{Discovery, HeaderEncoding, Produce, Target};
     use crate::recorder::Recorder;
     use std::time::{Duration, Instant};
 
@@ -119,6 +119,7 @@ mod tests {
                     duration: Duration::from_secs(2),
                     messages: 100,
                     timeout: Duration::from_secs(3),
+                    header: HeaderEncoding::Json,
                 },
                 produce: Some(Produce {
                     producers: 1,

@@ -210,7 +210,7 @@ async fn thread_run(
                     addr: broker.addr.clone(),
                     source,
                 })?;
-            clients.push(client);
+            clients.push(client.with_serialize_type(target.header.into()));
         }
         slots[c as usize] = Some(clients.into());
     }

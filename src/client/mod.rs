@@ -5,7 +5,7 @@
 //! outside one.
 
 use crate::protocol::acl::{self, Credentials};
-use crate::protocol::command::RemotingCommand;
+use crate::protocol::command::{RemotingCommand, SerializeType};
 use crate::server::connection::{Connection, RemotingError};
 use crate::server::{not_supported, RequestError, RequestHandler, Response};
 use glommio::net::TcpStream;
@@ -40,6 +40,9 @@ pub struct RemotingClient {
     connection: Rc<Connection>,
     /// When set, every request is ACL-signed before it is sent (Java's `AclClientRPCHook`).
     credentials: Option<Credentials>,
+    /// When set, every request's header is written in this form (Java's
+    /// `rocketmq.serialize.type`); otherwise as the request says.
+    serialize_type: Option<SerializeType>,
 }
 
 impl RemotingClient {
@@ -66,6 +69,7 @@ impl RemotingClient {
         Ok(Self {
             connection,
             credentials: None,
+            serialize_type: None,
         })
     }
 
@@ -75,21 +79,31 @@ impl RemotingClient {
         self
     }
 
+    /// Writes every request's header as `serialize_type` from now on.
+    pub fn with_serialize_type(mut self, serialize_type: SerializeType) -> Self {
+        self.serialize_type = Some(serialize_type);
+        self
+    }
+
     /// Sends `request` and waits up to `timeout` for its response.
     pub async fn request(
         &self,
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        self.connection.request(self.signed(request), timeout).await
+        self.connection.request(self.prepared(request), timeout).await
     }
 
     /// Sends `request` without waiting for (or getting) a response.
     pub fn oneway(&self, request: RemotingCommand) -> Result<(), RemotingError> {
-        self.connection.oneway(self.signed(request))
+        self.connection.oneway(self.prepared(request))
     }
 
-    fn signed(&self, mut request: RemotingCommand) -> RemotingCommand {
+    /// `request` in the client's header form, signed.
+    fn prepared(&self, mut request: RemotingCommand) -> RemotingCommand {
+        if let Some(serialize_type) = self.serialize_type {
+            request.serialize_type = serialize_type;
+        }
         if let Some(credentials) = &self.credentials {
             acl::sign(&mut request, credentials);
         }

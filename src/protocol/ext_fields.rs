@@ -199,6 +199,9 @@ impl fmt::Display for Text {
     }
 }
 
+/// Fields a decoder makes room for at once: a send's header has 13 or 14.
+pub const EXT_FIELDS_TYPICAL: usize = 16;
+
 /// Fields [`ExtFields::sorted`] sorts without allocating: more than any response header the
 /// broker writes (a send response has eight), for 512 bytes of stack.
 pub const SORTED_ON_STACK_MAX: usize = 16;

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::FrameError;
 use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType, Text};
+use crate::protocol::ext_fields::EXT_FIELDS_TYPICAL;
 
 /// Decodes the header in one pass over the text, straight into the command's fields: no
 /// intermediate JSON tree (every send request goes through here). Values are taken as
@@ -301,7 +302,7 @@ impl<'de> Visitor<'de> for ExtFieldsSeed<'_> {
     /// decoder treats a null field as absent.
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtValue, A::Error> {
         let header = self.header;
-        let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
+        let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(EXT_FIELDS_TYPICAL));
         while let Some(key) = map.next_key_seed(KeySeed { header })? {
             if let Some(value) = map.next_value_seed(ValueSeed { header })? {
                 ext.insert(key, value);

@@ -9,6 +9,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::FrameError;
 use crate::protocol::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType, Text};
+use crate::protocol::ext_fields::EXT_FIELDS_TYPICAL;
 
 /// Bytes of the fixed fields: code, language, version, opaque, flag, remark and map lengths.
 const FIXED_BYTES: usize = 21;
@@ -42,6 +43,7 @@ pub(super) fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, Fram
     let ext_len = r.take::<4>("extLen").map(i32::from_be_bytes)?;
     let mut ext_fields = ExtFields::new();
     if ext_len > 0 {
+        ext_fields.reserve(EXT_FIELDS_TYPICAL);
         let ext_len = checked_len("extLen", ext_len as i64, limit)?;
         let (start, _) = r.span("ext", ext_len)?;
         let mut m = Reader {
