@@ -24,6 +24,7 @@ mod recovery;
 pub mod schedule;
 pub mod shard;
 pub mod sim_io;
+pub mod transaction;
 
 pub use config::{FlushMode, LogConfig, ShardConfig};
 pub use error::StoreError;
@@ -33,5 +34,5 @@ pub use key_index::KeyQuery;
 pub use offset::PhysicalOffset;
 pub use real_io::{Durability, RealClock, RealDisk};
 pub use schedule::DelayLevels;
-pub use shard::{AppendResult, DeliveryTurn, QueueRead, QueueReadRequest, Shard};
+pub use shard::{AppendResult, DeliveryTurn, QueueEntry, QueueRead, QueueReadRequest, Shard};
 pub use sim_io::{SimClock, SimDisk, SimRng};

@@ -19,7 +19,7 @@ use std::fmt;
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 /// The topic of prepared transaction messages; Apache refuses to deliver a scheduled message
 /// there (it would be a half message no check ever resolves).
-pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+pub use crate::transaction::TRANS_HALF_TOPIC;
 /// Apache's default `messageDelayLevel`.
 pub const DELAY_LEVELS_DEFAULT: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 /// Most delay levels. Each level is one schedule queue and one delivery task per shard, so a

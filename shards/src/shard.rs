@@ -24,6 +24,7 @@ use crate::record::{
     RecordError, RecordView, StoreFields, RECORD_BYTES_MAX, RECORD_BYTES_MIN,
 };
 use crate::recovery::scan_log;
+use crate::transaction;
 use bytes::Bytes;
 use schedule_delivery::ScheduleProgress;
 use std::cell::{Cell, RefCell};
@@ -65,6 +66,17 @@ pub struct QueueRead {
     pub min_offset: i64,
     /// One past the last readable entry.
     pub max_offset: i64,
+}
+
+/// One consume-queue entry as the broker's followers of system queues read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueEntry {
+    pub queue_offset: i64,
+    /// Client-visible physical offset (shard id in the high bits): entries of one shard's
+    /// queues compare in log order by it.
+    pub physical_offset: i64,
+    /// The consume queue's tagsCode (see `transaction::tags_code`, `DelayLevels::tags_code`).
+    pub tags_code: i64,
 }
 
 /// What a read of one queue asks for.
@@ -231,12 +243,20 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             checkpoint.log,
             |view, local| {
                 let physical = PhysicalOffset::new(shard_id, local).to_wire();
-                let tag_hash = config.delay_levels.tags_code(
+                let tag_hash = transaction::tags_code(
                     view.topic(),
-                    view.queue_id(),
-                    view.store_timestamp_ms(),
-                    view.tag_hash_code(),
-                );
+                    view.queue_offset(),
+                    view.properties(),
+                    &view.body(),
+                )
+                .unwrap_or_else(|| {
+                    config.delay_levels.tags_code(
+                        view.topic(),
+                        view.queue_id(),
+                        view.store_timestamp_ms(),
+                        view.tag_hash_code(),
+                    )
+                });
                 let queue = queues.get_or_create(view.topic(), view.queue_id());
                 if view.queue_offset() != queue.entries.len() as i64
                     || view.physical_offset() != physical
@@ -324,12 +344,16 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
                 let queue = queues.get_or_create(&message.topic, message.queue_id);
                 let queue_offset = queue.entries.len() as i64;
-                let tag_hash = self.config.delay_levels.tags_code(
-                    &message.topic,
-                    message.queue_id,
-                    now,
-                    tag_hash,
-                );
+                let tag_hash =
+                    transaction::tags_code(&message.topic, queue_offset, properties, &message.body)
+                        .unwrap_or_else(|| {
+                            self.config.delay_levels.tags_code(
+                                &message.topic,
+                                message.queue_id,
+                                now,
+                                tag_hash,
+                            )
+                        });
                 let store = StoreFields {
                     queue_offset,
                     physical_offset: physical,
@@ -399,6 +423,33 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             Some(q) => (q.visible_count(visible_end), Some(q.event.clone())),
             None => (0, None),
         }
+    }
+
+    /// Entries of a queue from `from` on, at most `max`, in log order: every appended entry,
+    /// durable yet or not, so that a follower sees an append as soon as it is made (what it
+    /// learns is rebuilt from the log after a crash anyway). No record is read.
+    pub fn queue_entries(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        from: i64,
+        max: usize,
+    ) -> Vec<QueueEntry> {
+        let queues = self.queues.borrow();
+        let Some(queue) = queues.get(topic, queue_id) else {
+            return Vec::new();
+        };
+        let start = usize::try_from(from).unwrap_or(0).min(queue.entries.len());
+        let end = start.saturating_add(max).min(queue.entries.len());
+        queue.entries[start..end]
+            .iter()
+            .enumerate()
+            .map(|(i, e)| QueueEntry {
+                queue_offset: (start + i) as i64,
+                physical_offset: PhysicalOffset::new(self.config.shard_id, e.local).to_wire(),
+                tags_code: e.tag_hash,
+            })
+            .collect()
     }
 
     /// Smallest offset of a queue (0: nothing is deleted yet).
