@@ -7,6 +7,9 @@
 //! [`ConfigError`] naming the key and the file.
 
 use crate::broker::names::{has_illegal_chars, QUEUE_NUMS_MAX};
+use crate::broker::transaction::{
+    TransactionConfig, TRANSACTION_CHECK_INTERVAL_MIN, TRANSACTION_DURATION_MAX,
+};
 use crate::protocol::body::{PERM_INHERIT, PERM_READ, PERM_WRITE};
 use ringmq_shards::config::FlushMode;
 use ringmq_shards::offset::SHARD_ID_MAX;
@@ -156,6 +159,9 @@ pub struct BrokerConfig {
     pub message_delay_level: DelayLevels,
     /// `fileReservedTime` (hours in the file).
     pub file_reserved_time: Duration,
+    /// `transactionTimeOut`, `transactionCheckInterval`, `transactionCheckMax`,
+    /// `rejectTransactionMessage`.
+    pub transaction: TransactionConfig,
     /// Shards (ringmq's own key `shards`).
     pub shards: usize,
     /// Keys of the file that ringmq does not use, with their values.
@@ -238,6 +244,7 @@ impl BrokerConfig {
             broker_permission: PERM_READ | PERM_WRITE,
             message_delay_level: DelayLevels::default(),
             file_reserved_time: Duration::from_secs(FILE_RESERVED_HOURS_DEFAULT * 3600),
+            transaction: TransactionConfig::default(),
             shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
             unknown_keys: BTreeMap::new(),
         }
@@ -305,6 +312,20 @@ impl BrokerConfig {
             "fileReservedTime" => {
                 let hours = at.number("fileReservedTime", 1..=u32::MAX as u64)?;
                 self.file_reserved_time = Duration::from_secs(hours * 3600);
+            }
+            "transactionTimeOut" => {
+                self.transaction.timeout = at.millis("transactionTimeOut", Duration::ZERO)?
+            }
+            "transactionCheckInterval" => {
+                self.transaction.check_interval =
+                    at.millis("transactionCheckInterval", TRANSACTION_CHECK_INTERVAL_MIN)?
+            }
+            "transactionCheckMax" => {
+                self.transaction.check_max = at.number("transactionCheckMax", 0..=i32::MAX)?
+            }
+            "rejectTransactionMessage" => {
+                self.transaction.reject_transaction_message =
+                    at.boolean("rejectTransactionMessage")?
             }
             "shards" => self.shards = at.number("shards", 1..=SHARDS_MAX)?,
             _ => {
@@ -395,6 +416,12 @@ impl Origin<'_> {
             return Err(self.bad(key, reason));
         }
         Ok(n)
+    }
+
+    /// A duration in milliseconds, from `min` to [`TRANSACTION_DURATION_MAX`].
+    fn millis(&self, key: &'static str, min: Duration) -> Result<Duration, ConfigError> {
+        let range = min.as_millis() as u64..=TRANSACTION_DURATION_MAX.as_millis() as u64;
+        Ok(Duration::from_millis(self.number(key, range)?))
     }
 
     /// Java's `Boolean.parseBoolean` reads anything but "true" as false; a typo then turns a
@@ -693,6 +720,24 @@ flushDiskType=ASYNC_FLUSH
     }
 
     #[test]
+    fn transaction_keys_have_apaches_defaults_and_names() {
+        let defaults = BrokerConfig::resolve_broker(&BrokerArgs::default()).unwrap();
+        assert_eq!(defaults.transaction.timeout, Duration::from_secs(6));
+        assert_eq!(defaults.transaction.check_interval, Duration::from_secs(60));
+        assert_eq!(defaults.transaction.check_max, 15);
+        assert!(!defaults.transaction.reject_transaction_message);
+        let text = "transactionTimeOut=1500\ntransactionCheckInterval=1000\n\
+                    transactionCheckMax=2\nrejectTransactionMessage=true\n";
+        let path = conf_file("txn.conf", text);
+        let config = BrokerConfig::resolve_broker(&with_file(&path)).unwrap();
+        assert_eq!(config.transaction.timeout, Duration::from_millis(1500));
+        assert_eq!(config.transaction.check_interval, Duration::from_secs(1));
+        assert_eq!(config.transaction.check_max, 2);
+        assert!(config.transaction.reject_transaction_message);
+        assert!(config.unknown_keys.is_empty());
+    }
+
+    #[test]
     fn bad_values_name_the_key_and_the_file() {
         let cases = [
             ("listenPort=70000", "listenPort"),
@@ -710,6 +755,11 @@ flushDiskType=ASYNC_FLUSH
             ("storePathRootDir=", "storePathRootDir"),
             ("messageDelayLevel=1s 5q", "messageDelayLevel"),
             ("messageDelayLevel=", "messageDelayLevel"),
+            ("transactionTimeOut=-1", "transactionTimeOut"),
+            ("transactionTimeOut=86400001", "transactionTimeOut"),
+            ("transactionCheckInterval=10", "transactionCheckInterval"),
+            ("transactionCheckMax=many", "transactionCheckMax"),
+            ("rejectTransactionMessage=1", "rejectTransactionMessage"),
         ];
         for (line, expected_key) in cases {
             let path = conf_file("bad.conf", line);
