@@ -56,6 +56,10 @@ pub enum BrokerError {
     QueryNotFound(String),
     #[error("the consumer group[{0}] not online")]
     ConsumerNotOnline(String),
+    /// A request refused for its timing or state, as Apache answers ILLEGAL_OPERATION (a
+    /// transaction decided after its CHECK_IMMUNITY_TIME_IN_SECONDS: left to the check-back).
+    #[error("{0}")]
+    IllegalOperation(String),
     /// A bounded queue or table is full: the client should back off and retry.
     #[error("[TOO_MANY_REQUESTS] broker busy: {0}")]
     Busy(&'static str),
@@ -94,6 +98,7 @@ impl BrokerError {
             SubscriptionParseFailed(_) => response::SUBSCRIPTION_PARSE_FAILED,
             QueryNotFound(_) => response::QUERY_NOT_FOUND,
             ConsumerNotOnline(_) => response::CONSUMER_NOT_ONLINE,
+            IllegalOperation(_) => response::ILLEGAL_OPERATION,
         }
     }
 

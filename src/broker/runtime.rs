@@ -10,6 +10,7 @@ use super::control::subscription_groups::SubscriptionGroupTable;
 use super::control::topics::TopicTable;
 use super::registration::NamesrvLinks;
 use super::shard::{Shard, Store};
+use super::transaction::check_service;
 use super::work::Work;
 use super::{control_pump, inbox};
 use crate::server;
@@ -211,6 +212,7 @@ async fn start_shard(
         .endpoint
         .start(move |_from, work| inbox::serve(serving.clone(), work, control.clone()));
     shard.set_bus(bus);
+    recover_transactions(&shard);
 
     spawn_background(&shard);
     let bound = listen(&shard, config.listen).map_err(fail)?;
@@ -237,11 +239,28 @@ async fn open_store(id: usize, config: &BrokerConfig) -> ringmq_shards::error::R
     Store::open(shard_config, RealDisk { durability }, RealClock).await
 }
 
+/// Rebuilds the shard's book of undecided transactions from its half and op queues (which
+/// the store recovered from the log) before any request is served.
+fn recover_transactions(shard: &Shard) {
+    let folded = shard.follow_transactions();
+    let undecided = shard.with_transactions(|book| book.len());
+    if folded > 0 {
+        tracing::info!(
+            shard = shard.id(),
+            folded,
+            undecided,
+            "transactions recovered from the half and op queues"
+        );
+    }
+}
+
 fn spawn_background(shard: &Rc<Shard>) {
     let s = shard.clone();
     glommio::spawn_local(async move { s.store().run_flusher().await }).detach();
     let s = shard.clone();
     glommio::spawn_local(async move { s.store().run_persister(PERSIST_INTERVAL).await }).detach();
+    // Each shard checks back the undecided transactions it holds.
+    shard.add_delivery(glommio::spawn_local(check_service::run(shard.clone())));
     // Each shard delivers the scheduled messages it stores, one task per delay level.
     for level in 1..=shard.store().config().delay_levels.count() {
         let s = shard.clone();

@@ -33,7 +33,7 @@
 
 pub mod book;
 pub mod check;
-
+pub mod check_service;
 pub mod message;
 
 use std::time::Duration;
