@@ -8,7 +8,9 @@
 # Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
 # produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, dlq,
 # delay-level, delay-restart, orderly, orderly-rebalance, orderly-suspend, lite-pull,
-# transaction, broadcast (default: all). Needs Java 17+ and the jars in ~/.m2
+# transaction, transaction-commit, transaction-rollback, transaction-check-commit,
+# transaction-check-rollback, transaction-check-never, transaction-crash, broadcast (default:
+# all). Needs Java 17+ and the jars in ~/.m2
 # (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
 # Leaves nothing running and removes its temporary directory (KEEP_WORK=1 keeps it).
 set -euo pipefail
@@ -17,7 +19,8 @@ scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] ||
     scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry dlq
         delay-level delay-restart orderly orderly-rebalance orderly-suspend lite-pull transaction
-        broadcast)
+        transaction-commit transaction-rollback transaction-check-commit
+        transaction-check-rollback transaction-check-never transaction-crash broadcast)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
@@ -100,7 +103,13 @@ start_java namesrv "$work/namesrv.out" org.apache.rocketmq.namesrv.NamesrvStartu
 namesrv="127.0.0.1:$namesrv_port"
 broker_port="$(free_port)"
 
-# start_broker STORE FLUSH: Apache's broker on $broker_port with its store in STORE.
+# The check-back as tests/compat_java_client.rs sets it: first check 1 s after a half's birth,
+# a round every second, at most N checks (transactionCheckMax, appended by the caller).
+check_back_conf="transactionTimeOut=1000
+transactionCheckInterval=1000"
+
+# start_broker STORE FLUSH [CONF]: Apache's broker on $broker_port with its store in STORE and
+# the broker.conf lines CONF added.
 start_broker() {
     cat >"$work/broker.conf" <<CONF
 brokerClusterName=DefaultCluster
@@ -115,6 +124,7 @@ autoCreateTopicEnable=true
 flushDiskType=$2
 mappedFileSizeCommitLog=16777216
 mappedFileSizeConsumeQueue=60000
+${3:-}
 CONF
     start_java broker "$work/broker.out" org.apache.rocketmq.broker.BrokerStartup \
         -c "$work/broker.conf"
@@ -140,6 +150,32 @@ for scenario in "${scenarios[@]}"; do
         orderly-suspend | lite-pull | transaction | broadcast)
         start_broker "$store" ASYNC_FLUSH
         run_java "$scenario" "$topic" "$group" || failed=1
+        ;;
+    transaction-commit | transaction-rollback)
+        start_broker "$store" ASYNC_FLUSH
+        run_java transaction "$topic" "$group" --outcomes "${scenario#transaction-}" || failed=1
+        ;;
+    transaction-check-commit | transaction-check-rollback | transaction-check-never)
+        max=5
+        [ "$scenario" = transaction-check-never ] && max=3
+        start_broker "$store" ASYNC_FLUSH "$check_back_conf
+transactionCheckMax=$max"
+        run_java transaction-check "$topic" "$group" --answer "${scenario#transaction-check-}" \
+            --check-max "$max" || failed=1
+        ;;
+    transaction-crash)
+        conf="$check_back_conf
+transactionCheckMax=60"
+        start_broker "$store" SYNC_FLUSH "$conf"
+        if run_java transaction-crash-phase1 "$topic" "$group" --state "$work/state-$run"; then
+            kill -s KILL "$broker_pid"
+            wait "$broker_pid" 2>/dev/null || true
+            start_broker "$store" SYNC_FLUSH "$conf"
+            run_java transaction-crash-phase2 "$topic" "$group" --state "$work/state-$run" ||
+                failed=1
+        else
+            failed=1
+        fi
         ;;
     produce-consume-vip)
         start_broker "$store" ASYNC_FLUSH

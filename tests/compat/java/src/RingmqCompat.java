@@ -10,8 +10,10 @@ import java.util.Map;
  * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
  * [--crash] [--vip]. Scenarios: produce-consume, restart-phase1, restart-phase2, rebalance,
  * retry, dlq, delay-level, delay-restart-phase1, delay-restart-phase2, orderly,
- * orderly-rebalance, orderly-suspend, lite-pull, transaction, broadcast. --crash: the broker was killed between
- * the restart phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
+ * orderly-rebalance, orderly-suspend, lite-pull, transaction [--outcomes commit|rollback],
+ * transaction-check --answer commit|rollback|never [--check-max N], transaction-crash-phase1,
+ * transaction-crash-phase2, broadcast. --crash: the broker was killed between the restart
+ * phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
  * vipChannelEnabled do.
  */
 public final class RingmqCompat {
@@ -36,7 +38,8 @@ public final class RingmqCompat {
         }
         Map<String, String> opts = options(args);
         Args a = new Args(need(opts, "--namesrv"), need(opts, "--topic"), need(opts, "--group"),
-                opts.get("--state"), opts.containsKey("--crash"), opts.containsKey("--vip"));
+                opts.get("--state"), opts.containsKey("--crash"), opts.containsKey("--vip"),
+                opts);
         startWatchdog(args[0]);
         try {
             switch (args[0]) {
@@ -54,6 +57,9 @@ public final class RingmqCompat {
                 case "orderly-suspend" -> OrderlySuspend.run(a);
                 case "lite-pull" -> LitePull.run(a);
                 case "transaction" -> Transaction.run(a);
+                case "transaction-check" -> TransactionCheck.run(a);
+                case "transaction-crash-phase1" -> TransactionCheck.crashPhase1(a);
+                case "transaction-crash-phase2" -> TransactionCheck.crashPhase2(a);
                 case "broadcast" -> Broadcast.run(a);
                 default -> usage("unknown scenario " + args[0]);
             }
@@ -78,9 +84,16 @@ public final class RingmqCompat {
         Runtime.getRuntime().halt(failures == 0 ? 0 : EXIT_MISMATCH);
     }
 
-    /** The scenario's arguments; topic and group are unique per run (the caller picks them). */
+    /**
+     * The scenario's arguments; topic and group are unique per run (the caller picks them).
+     * `options` holds every option given, for a scenario's own (e.g. --answer).
+     */
     record Args(String namesrv, String topic, String group, String state, boolean crash,
-            boolean vip) {
+            boolean vip, Map<String, String> options) {
+        /** A scenario's own option, which it must be given. */
+        String option(String name) {
+            return need(options, name);
+        }
     }
 
     private static Map<String, String> options(String[] args) {
@@ -109,7 +122,8 @@ public final class RingmqCompat {
         System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
                 + "|restart-phase2|rebalance|retry|dlq|delay-level|delay-restart-phase1"
                 + "|delay-restart-phase2|orderly|orderly-rebalance"
-                + "|orderly-suspend|lite-pull|transaction|broadcast"
+                + "|orderly-suspend|lite-pull|transaction|transaction-check"
+                + "|transaction-crash-phase1|transaction-crash-phase2|broadcast"
                 + " --namesrv HOST:PORT"
                 + " --topic T --group G"
                 + " [--state FILE] [--crash] [--vip]");
