@@ -5,6 +5,7 @@ use crate::io::BLOCK_BYTES;
 use crate::offset::SHARD_ID_MAX;
 use crate::record::RECORD_BYTES_MAX;
 use crate::schedule::DelayLevels;
+use crate::timer::TimerConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -91,6 +92,9 @@ pub struct ShardConfig {
     /// `messageDelayLevel`: what the schedule topic's tagsCodes and delivery are computed
     /// from.
     pub delay_levels: DelayLevels,
+    /// `timerPrecisionMs`, `timerMaxDelaySec`, `timerWheelEnable`: what the timer topic's
+    /// tagsCodes and stages are computed from.
+    pub timers: TimerConfig,
 }
 
 impl ShardConfig {
@@ -104,6 +108,7 @@ impl ShardConfig {
             queue_waiters_max: QUEUE_WAITERS_MAX_DEFAULT,
             index_entries_max: INDEX_ENTRIES_MAX_DEFAULT,
             delay_levels: DelayLevels::default(),
+            timers: TimerConfig::default(),
         }
     }
 

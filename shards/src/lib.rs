@@ -24,6 +24,7 @@ mod recovery;
 pub mod schedule;
 pub mod shard;
 pub mod sim_io;
+pub mod timer;
 pub mod transaction;
 
 pub use config::{FlushMode, LogConfig, ShardConfig};
@@ -34,5 +35,7 @@ pub use key_index::KeyQuery;
 pub use offset::PhysicalOffset;
 pub use real_io::{Durability, RealClock, RealDisk};
 pub use schedule::DelayLevels;
-pub use shard::{AppendResult, DeliveryTurn, QueueEntry, QueueRead, QueueReadRequest, Shard};
+pub use shard::{
+    AppendResult, DeliveryTurn, QueueEntry, QueueRead, QueueReadRequest, Scheduled, Shard,
+};
 pub use sim_io::{SimClock, SimDisk, SimRng};

@@ -24,16 +24,17 @@ use crate::record::{
     RecordError, RecordView, StoreFields, RECORD_BYTES_MAX, RECORD_BYTES_MIN,
 };
 use crate::recovery::scan_log;
+use crate::timer::{TIMER_STAGES_MAX, TIMER_TOPIC};
 use crate::transaction;
 use bytes::Bytes;
-use schedule_delivery::ScheduleProgress;
+use schedule_delivery::{ScheduleProgress, LEVELS_PROGRESS, TIMER_PROGRESS};
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
 mod schedule_delivery;
-pub use schedule_delivery::DeliveryTurn;
+pub use schedule_delivery::{DeliveryTurn, Scheduled};
 
 /// Most entries one queue read looks at when filtering by tag (RocketMQ's
 /// `maxFilterMessageCount` is 16 000), so a selective filter cannot scan a queue unbounded.
@@ -160,6 +161,22 @@ async fn check_identity<D: Disk>(disk: &D, config: &ShardConfig) -> Result<()> {
     }
 }
 
+/// The timer stages a shard delivers: those its configuration places records in, and any
+/// further one holding records from a run with a longer `timerMaxDelaySec` or finer precision.
+fn timer_stages_to_deliver<F>(config: &ShardConfig, queues: &QueueMap<F>) -> usize {
+    let stored = queues
+        .iter()
+        .filter(|(topic, _, _)| *topic == TIMER_TOPIC)
+        .map(|(_, queue_id, _)| queue_id as usize + 1)
+        .max()
+        .unwrap_or(0);
+    config
+        .timers
+        .stages_used()
+        .max(stored)
+        .min(TIMER_STAGES_MAX)
+}
+
 /// One shard's storage engine.
 pub struct Shard<D: Disk, C: Clock> {
     config: ShardConfig,
@@ -171,6 +188,8 @@ pub struct Shard<D: Disk, C: Clock> {
     offsets: RefCell<ConsumerOffsets>,
     /// Delivery progress of the delay levels (next offset of each schedule queue).
     schedule: RefCell<ScheduleProgress>,
+    /// Delivery progress of the timer stages (next offset of each stage queue).
+    timer: RefCell<ScheduleProgress>,
     checkpoint_seq: Cell<u64>,
     persisting: Cell<bool>,
     persisted: Event,
@@ -249,6 +268,14 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     view.properties(),
                     &view.body(),
                 )
+                .or_else(|| {
+                    config.timers.tags_code(
+                        view.topic(),
+                        view.queue_id(),
+                        view.store_timestamp_ms(),
+                        view.properties(),
+                    )
+                })
                 .unwrap_or_else(|| {
                     config.delay_levels.tags_code(
                         view.topic(),
@@ -290,7 +317,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             Some((seq, payload)) => ConsumerOffsets::decode(seq, &payload)?,
             None => ConsumerOffsets::default(),
         };
-        let schedule = ScheduleProgress::load(&disk, dir, &config.delay_levels, &queues).await?;
+        let levels = config.delay_levels.count();
+        let schedule =
+            ScheduleProgress::load(&disk, dir, &LEVELS_PROGRESS, levels, &queues).await?;
+        let stages = timer_stages_to_deliver(&config, &queues);
+        let timer = ScheduleProgress::load(&disk, dir, &TIMER_PROGRESS, stages, &queues).await?;
         Ok(Self {
             config,
             disk,
@@ -300,6 +331,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             index: RefCell::new(index),
             offsets: RefCell::new(offsets),
             schedule: RefCell::new(schedule),
+            timer: RefCell::new(timer),
             checkpoint_seq: Cell::new(checkpoint_seq),
             persisting: Cell::new(false),
             persisted: Event::default(),
@@ -346,6 +378,14 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 let queue_offset = queue.entries.len() as i64;
                 let tag_hash =
                     transaction::tags_code(&message.topic, queue_offset, properties, &message.body)
+                        .or_else(|| {
+                            self.config.timers.tags_code(
+                                &message.topic,
+                                message.queue_id,
+                                now,
+                                properties,
+                            )
+                        })
                         .unwrap_or_else(|| {
                             self.config.delay_levels.tags_code(
                                 &message.topic,

@@ -18,7 +18,7 @@ use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 use ringmq_bus::{Bell, Endpoint};
 use ringmq_shards::real_io::Durability;
-use ringmq_shards::{FlushMode, RealClock, RealDisk, ShardConfig};
+use ringmq_shards::{FlushMode, RealClock, RealDisk, Scheduled, ShardConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -230,6 +230,7 @@ async fn open_store(id: usize, config: &BrokerConfig) -> ringmq_shards::error::R
     shard_config.log.flush_mode = config.flush_mode;
     shard_config.log.segment_bytes = config.commit_log_segment_bytes;
     shard_config.delay_levels = config.message_delay_level.clone();
+    shard_config.timers = config.timers.clone();
     // SYNC_FLUSH acknowledges after the write is durable: O_DSYNC writes measured fastest
     // for that (docs/STORAGE.md); ASYNC_FLUSH keeps write + fdatasync behind the acks.
     let durability = match config.flush_mode {
@@ -261,11 +262,14 @@ fn spawn_background(shard: &Rc<Shard>) {
     glommio::spawn_local(async move { s.store().run_persister(PERSIST_INTERVAL).await }).detach();
     // Each shard checks back the undecided transactions it holds.
     shard.add_delivery(glommio::spawn_local(check_service::run(shard.clone())));
-    // Each shard delivers the scheduled messages it stores, one task per delay level.
-    for level in 1..=shard.store().config().delay_levels.count() {
+    // Each shard delivers the scheduled messages it stores, one task per delay level and
+    // timer stage.
+    let levels = (1..=shard.store().config().delay_levels.count()).map(Scheduled::Level);
+    let stages = (0..shard.store().timer_stages()).map(Scheduled::TimerStage);
+    for scheduled in levels.chain(stages) {
         let s = shard.clone();
         shard.add_delivery(glommio::spawn_local(async move {
-            s.store().run_delay_level(level).await
+            s.store().run_scheduled(scheduled).await
         }));
     }
 }

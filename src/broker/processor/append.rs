@@ -1,7 +1,8 @@
 //! The one owner-side store: every message a client sends, and every copy a consumer hands
 //! back, is appended by the shard that owns its queue, here; and every record the broker makes
 //! itself in this shard's own system queues (a transaction's half copies, op records and
-//! commits), through [`store_own`].
+//! commits), through [`store_own`]. A message asking to be held (a delay level, a 5.x timer)
+//! is rewritten here into the record that holds it ([`hold_if_asked`]).
 //!
 //! Per append: one `append_batch` into the shard's log (one copy of each body into the log's
 //! buffer); a cross-shard hop when the connection's shard does not own the queue (the
@@ -13,7 +14,9 @@ use crate::broker::shard::Shard;
 use crate::broker::transaction::message::{check_immunity_ms, to_half};
 use crate::broker::work::{Append, Work};
 use crate::protocol::message::record::Message;
+use ringmq_shards::record::TransactionType;
 use ringmq_shards::schedule::SCHEDULE_TOPIC;
+use ringmq_shards::timer::TIMER_TOPIC;
 use ringmq_shards::transaction::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use ringmq_shards::AppendResult;
 
@@ -32,8 +35,8 @@ pub async fn append_on(
 }
 
 /// Owner half: appends messages to queues this shard owns. A message asking for a delay
-/// level (where `delayable`) is stored as its SCHEDULE_TOPIC_XXXX record on this shard,
-/// which delivers it to its queue when due; a prepared send (`half`) as its half record in
+/// level or a timer (where `delayable`) is stored as its SCHEDULE_TOPIC_XXXX or
+/// rmq_sys_wheel_timer record on this shard, which delivers it to its queue when due; a prepared send (`half`) as its half record in
 /// this shard's RMQ_SYS_TRANS_HALF_TOPIC queue, until its producer decides.
 pub async fn store(shard: &Shard, append: Append) -> BrokerResult<Vec<AppendResult>> {
     if shard.is_stopping() {
@@ -55,18 +58,35 @@ pub async fn store(shard: &Shard, append: Append) -> BrokerResult<Vec<AppendResu
             message.queue_id
         );
         if delayable && !half {
-            shard
-                .store()
-                .config()
-                .delay_levels
-                .schedule(message)
-                .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+            hold_if_asked(shard, message)?;
         }
     }
     if half {
         return store_half(shard, messages).await;
     }
     append_counted(shard, &messages).await
+}
+
+/// Rewrites `message` into the record that holds it until due when it asks for that (neither a
+/// prepared nor a rolled-back transaction message, as Apache's `handleScheduleMessage`): a
+/// 5.x timer into its `rmq_sys_wheel_timer` stage, else a delay level into its
+/// `SCHEDULE_TOPIC_XXXX` queue. A DELAY level wins over a timer. Both wait on this shard.
+pub fn hold_if_asked(shard: &Shard, message: &mut Message) -> BrokerResult<()> {
+    if !matches!(
+        TransactionType::of(message.sys_flag),
+        TransactionType::NotType | TransactionType::Commit
+    ) {
+        return Ok(());
+    }
+    let config = shard.store().config();
+    if config.timers.place(message, now_ms())?.is_some() {
+        return Ok(());
+    }
+    config
+        .delay_levels
+        .schedule(message)
+        .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+    Ok(())
 }
 
 /// A prepared send, admitted against the bound on undecided transactions, stored as its half
@@ -114,8 +134,8 @@ pub async fn store_own(shard: &Shard, messages: &[Message]) -> BrokerResult<Vec<
     for message in messages {
         let own_queue = match message.topic.as_str() {
             TRANS_HALF_TOPIC | TRANS_OP_HALF_TOPIC => message.queue_id == 0,
-            // A committed message asking for a delay level waits in this shard's schedule.
-            SCHEDULE_TOPIC => true,
+            // A committed message asking for a delay level or a timer waits on this shard.
+            SCHEDULE_TOPIC | TIMER_TOPIC => true,
             _ => false,
         };
         if !own_queue && shard.owner_of(&message.topic, message.queue_id) != shard.id() {

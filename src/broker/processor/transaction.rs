@@ -15,7 +15,7 @@
 use crate::broker::error::{BrokerError, BrokerResult};
 use crate::broker::now_ms;
 use crate::broker::placement::owner_of_offset;
-use crate::broker::processor::append::store_own;
+use crate::broker::processor::append::{hold_if_asked, store_own};
 use crate::broker::shard::Shard;
 use crate::broker::transaction::book::Resolve;
 use crate::broker::transaction::message::{
@@ -139,7 +139,7 @@ fn check_request(
 }
 
 /// Commit: the message in its real queue, then the op record, in one append. Rollback: the op
-/// record. A committed message asking for a delay level waits in this shard's schedule.
+/// record. A committed message asking for a delay level or a timer waits on this shard.
 async fn write_decision(
     shard: &Shard,
     half: &RecordView,
@@ -151,12 +151,7 @@ async fn write_decision(
     let records = if commit {
         let mut message = committed(half, header.commit_log_offset)
             .map_err(|e| BrokerError::Illegal(e.to_string()))?;
-        shard
-            .store()
-            .config()
-            .delay_levels
-            .schedule(&mut message)
-            .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        hold_if_asked(shard, &mut message)?;
         vec![message, op]
     } else {
         vec![op]

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The compatibility scenarios of RingmqCompat (src/) against Apache RocketMQ itself: the
 # official 4.9.8 client against Apache's 4.9.7 NameServer and broker (the newest 4.x server
-# release on Maven Central), both run from their Maven jars with `java -cp`. Every scenario
+# release on Maven Central), both run from their Maven jars with `java -cp`; with APACHE=5.3.3
+# against Apache's 5.3.3 (tests/apache_support/pom.xml) instead, which the 5.x-only scenarios
+# (timer, timer-restart: rocketmq-client 5.3.3 running src-5/) need. Every scenario
 # passing here is evidence that it checks RocketMQ behaviour, not a ringmq quirk; the Rust
 # test tests/compat_java_client.rs runs the same scenarios against `ringmq standalone`.
 #
@@ -9,8 +11,8 @@
 # produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, dlq,
 # delay-level, delay-restart, orderly, orderly-rebalance, orderly-suspend, lite-pull,
 # transaction, transaction-commit, transaction-rollback, transaction-check-commit,
-# transaction-check-rollback, transaction-check-never, transaction-crash, broadcast (default:
-# all). Needs Java 17+ and the jars in ~/.m2
+# transaction-check-rollback, transaction-check-never, transaction-crash, broadcast, and with
+# APACHE=5.3.3 timer, timer-restart (default: all of them). Needs Java 17+ and the jars in ~/.m2
 # (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
 # Leaves nothing running and removes its temporary directory (KEEP_WORK=1 keeps it).
 set -euo pipefail
@@ -21,6 +23,7 @@ scenarios=("$@")
         delay-level delay-restart orderly orderly-rebalance orderly-suspend lite-pull transaction
         transaction-commit transaction-rollback transaction-check-commit
         transaction-check-rollback transaction-check-never transaction-crash broadcast)
+[ ${#scenarios[@]} -gt 0 ] || [ "${APACHE:-4.9.7}" != 5.3.3 ] || scenarios+=(timer timer-restart)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
@@ -41,8 +44,15 @@ classpath() { # pom -> classpath, resolved offline
     cat "$work/cp.txt"
 }
 client_cp="$(classpath "$here/pom.xml")"
-server_cp="$(classpath "$here/apache/pom.xml")"
+case "${APACHE:-4.9.7}" in
+4.9.7) server_cp="$(classpath "$here/apache/pom.xml")" ;;
+5.3.3) server_cp="$(classpath "$here/../../apache_support/pom.xml")" ;;
+*) echo "APACHE must be 4.9.7 or 5.3.3" >&2; exit 2 ;;
+esac
 javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes" -cp "$client_cp" "$here"/src/*.java
+client5_cp="$(classpath "$here/client-5.3.3/pom.xml")"
+javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes5" -cp "$client5_cp" \
+    "$here"/src/{Check,Run,Sent,Received}.java "$here"/src-5/*.java
 
 # A free port p such that p-2 (Apache's VIP channel) and p+1 (its HA port) are free too.
 free_port() {
@@ -131,13 +141,29 @@ CONF
     broker_pid=$last_pid
 }
 
-# run_java SCENARIO TOPIC GROUP [ARGS...]: one scenario of RingmqCompat; fails on a mismatch.
+# run_java SCENARIO TOPIC GROUP [ARGS...]: one scenario of RingmqCompat (RingmqCompat5 for
+# the timer ones); fails on a mismatch.
 run_java() {
-    local scenario="$1" topic="$2" group="$3"
+    local scenario="$1" topic="$2" group="$3" cp="$work/classes:$client_cp" main=RingmqCompat
     shift 3
+    case "$scenario" in timer*) cp="$work/classes5:$client5_cp" main=RingmqCompat5 ;; esac
     timeout "$SCENARIO_WAIT_SECS" java -Drocketmq.client.rebalance.waitInterval=1000 \
-        -Drocketmq.client.logRoot="$home/client-logs" -cp "$work/classes:$client_cp" \
-        RingmqCompat "$scenario" --namesrv "$namesrv" --topic "$topic" --group "$group" "$@"
+        -Drocketmq.client.logRoot="$home/client-logs" -cp "$cp" \
+        "$main" "$scenario" --namesrv "$namesrv" --topic "$topic" --group "$group" "$@"
+}
+
+# around_a_kill PHASE1 PHASE2 CONF [PHASE2 ARGS...]: phase 1, SIGKILL of the SYNC_FLUSH broker
+# (broker.conf lines CONF added), the broker again on the same store, phase 2 (they share a
+# state file).
+around_a_kill() {
+    local first="$1" second="$2" conf="$3"
+    shift 3
+    start_broker "$store" SYNC_FLUSH "$conf"
+    run_java "$first" "$topic" "$group" --state "$work/state-$run" || return 1
+    kill -s KILL "$broker_pid"
+    wait "$broker_pid" 2>/dev/null || true
+    start_broker "$store" SYNC_FLUSH "$conf"
+    run_java "$second" "$topic" "$group" --state "$work/state-$run" "$@"
 }
 
 failed=0
@@ -164,17 +190,21 @@ transactionCheckMax=$max"
             --check-max "$max" || failed=1
         ;;
     transaction-crash)
-        conf="$check_back_conf
-transactionCheckMax=60"
-        start_broker "$store" SYNC_FLUSH "$conf"
-        if run_java transaction-crash-phase1 "$topic" "$group" --state "$work/state-$run"; then
-            kill -s KILL "$broker_pid"
-            wait "$broker_pid" 2>/dev/null || true
-            start_broker "$store" SYNC_FLUSH "$conf"
-            run_java transaction-crash-phase2 "$topic" "$group" --state "$work/state-$run" ||
-                failed=1
-        else
+        around_a_kill transaction-crash-phase1 transaction-crash-phase2 "$check_back_conf
+transactionCheckMax=60" || failed=1
+        ;;
+    timer | timer-restart)
+        if [ "${APACHE:-4.9.7}" != 5.3.3 ]; then
+            echo "$scenario needs APACHE=5.3.3 (4.x brokers have no timer messages)" >&2
             failed=1
+            continue
+        fi
+        if [ "$scenario" = timer ]; then
+            start_broker "$store" ASYNC_FLUSH
+            run_java timer "$topic" "$group" || failed=1
+        else
+            # Apache re-delivers timers pending at a kill -9: repeats allowed (--crash)
+            around_a_kill timer-restart-phase1 timer-restart-phase2 "" --crash || failed=1
         fi
         ;;
     produce-consume-vip)

@@ -17,18 +17,6 @@ import java.util.Map;
  * vipChannelEnabled do.
  */
 public final class RingmqCompat {
-    /** Exit status when a check failed. */
-    static final int EXIT_MISMATCH = 1;
-    /** Exit status when the scenario could not run (bad arguments, a wait ran out, an error). */
-    static final int EXIT_ERROR = 2;
-    /** Exit status when the whole scenario ran past {@link #SCENARIO_TIME_MAX_MS}. */
-    static final int EXIT_TIMEOUT = 3;
-    /**
-     * Hard bound on one scenario: each of its waits is bounded too, this catches a client call
-     * that hangs (a send or a shutdown that never returns).
-     */
-    static final long SCENARIO_TIME_MAX_MS = 240_000;
-
     private RingmqCompat() {
     }
 
@@ -40,8 +28,7 @@ public final class RingmqCompat {
         Args a = new Args(need(opts, "--namesrv"), need(opts, "--topic"), need(opts, "--group"),
                 opts.get("--state"), opts.containsKey("--crash"), opts.containsKey("--vip"),
                 opts);
-        startWatchdog(args[0]);
-        try {
+        Run.andHalt(args[0], () -> {
             switch (args[0]) {
                 case "produce-consume" -> ProduceConsume.run(a);
                 case "restart-phase1" -> Restart.phase1(a);
@@ -63,25 +50,7 @@ public final class RingmqCompat {
                 case "broadcast" -> Broadcast.run(a);
                 default -> usage("unknown scenario " + args[0]);
             }
-        } catch (Check.Abort e) {
-            System.out.println("FAIL " + e.getMessage());
-            System.out.flush();
-            Runtime.getRuntime().halt(EXIT_MISMATCH);
-        } catch (Exception e) {
-            System.out.println("ERROR " + e);
-            e.printStackTrace(System.out);
-            System.out.flush();
-            Runtime.getRuntime().halt(EXIT_ERROR);
-        }
-        int failures = Check.failures();
-        if (failures == 0) {
-            System.out.println("ALL CHECKS PASSED (" + args[0] + ")");
-        } else {
-            System.out.println(failures + " CHECKS FAILED (" + args[0] + ")");
-        }
-        System.out.flush();
-        // halt, not exit: client threads left by a failed shutdown must not keep the JVM alive.
-        Runtime.getRuntime().halt(failures == 0 ? 0 : EXIT_MISMATCH);
+        });
     }
 
     /**
@@ -119,7 +88,7 @@ public final class RingmqCompat {
     }
 
     private static void usage(String why) {
-        System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
+        Run.usage(why, "RingmqCompat produce-consume|restart-phase1"
                 + "|restart-phase2|rebalance|retry|dlq|delay-level|delay-restart-phase1"
                 + "|delay-restart-phase2|orderly|orderly-rebalance"
                 + "|orderly-suspend|lite-pull|transaction|transaction-check"
@@ -127,22 +96,5 @@ public final class RingmqCompat {
                 + " --namesrv HOST:PORT"
                 + " --topic T --group G"
                 + " [--state FILE] [--crash] [--vip]");
-        System.out.flush();
-        Runtime.getRuntime().halt(EXIT_ERROR);
-    }
-
-    private static void startWatchdog(String scenario) {
-        Thread watchdog = new Thread(() -> {
-            try {
-                Thread.sleep(SCENARIO_TIME_MAX_MS);
-            } catch (InterruptedException e) {
-                return;
-            }
-            System.out.println("FAIL " + scenario + " ran past " + SCENARIO_TIME_MAX_MS + " ms");
-            System.out.flush();
-            Runtime.getRuntime().halt(EXIT_TIMEOUT);
-        }, "watchdog");
-        watchdog.setDaemon(true);
-        watchdog.start();
     }
 }
