@@ -15,9 +15,9 @@
 //! - transactional messages delivered only when committed, the check-back committing, rolling
 //!   back and discarding undecided ones, and a broker killed between half and commit.
 //!
-//! and rocketmq-client 5.3.3 (tests/compat/java/src-5) for the API 4.9.8 lacks: 5.x timer
-//! messages at 1 s and 5 s (delivery error printed with --nocapture), an hour ahead, and
-//! pending over a SIGKILL.
+//! and rocketmq-client 5.3.3 for the transaction scenarios again (`client_5_*`) and, with
+//! tests/compat/java/src-5, the API 4.9.8 lacks: 5.x timer messages at 1 s and 5 s (delivery
+//! error printed with --nocapture), an hour ahead, and pending over a SIGKILL.
 //!
 //! The checks are in tests/compat/java/src, one scenario per subcommand;
 //! tests/compat/java/run-against-apache.sh runs the same scenarios against Apache RocketMQ
@@ -50,8 +50,8 @@ const SYNC_FLUSH: &[&str] = &["--flush-disk-type", "SYNC_FLUSH"];
 enum Client {
     /// rocketmq-client 4.9.8: tests/compat/java/src, main class RingmqCompat.
     V4,
-    /// rocketmq-client 5.3.3: tests/compat/java/src-5 (the 5.x-only API) with src's Check, Run,
-    /// Sent and Received, main class RingmqCompat5.
+    /// rocketmq-client 5.3.3: tests/compat/java/src and src-5 (the 5.x-only API), main class
+    /// RingmqCompat5 (which runs src's scenarios too).
     V5,
 }
 
@@ -81,14 +81,7 @@ impl Client {
         };
         match self {
             Client::V4 => java_in(root.join("src")),
-            Client::V5 => {
-                let mut files = java_in(root.join("src-5"));
-                files.extend(
-                    ["Check", "Run", "Sent", "Received"]
-                        .map(|c| root.join(format!("src/{c}.java"))),
-                );
-                files
-            }
+            Client::V5 => [java_in(root.join("src")), java_in(root.join("src-5"))].concat(),
         }
     }
 }
@@ -177,7 +170,12 @@ impl RunNames {
 
 /// Runs `scenario` against a `ringmq standalone` of its own, with a topic and group of its own.
 fn scenario_on_a_fresh_broker(scenario: &str, extra: &[&str]) {
-    let java = JavaScenarios::compile(Client::V4);
+    scenario_with(Client::V4, scenario, extra);
+}
+
+/// As [`scenario_on_a_fresh_broker`], with `client`.
+fn scenario_with(client: Client, scenario: &str, extra: &[&str]) {
+    let java = JavaScenarios::compile(client);
     let broker = Standalone::start(SHARDS);
     java.run(scenario, &broker, &RunNames::new(scenario), extra);
 }
@@ -362,9 +360,9 @@ impl CheckBackConf {
 }
 
 /// `transaction-check --answer <answer>` on a broker with the check-back's conf.
-fn check_back_scenario(answer: &str, check_max: u32) {
+fn check_back_scenario(client: Client, answer: &str, check_max: u32) {
     let conf = CheckBackConf::new(check_max);
-    let java = JavaScenarios::compile(Client::V4);
+    let java = JavaScenarios::compile(client);
     let broker = Standalone::start_with(SHARDS, &["-c", &conf.path()]);
     let names = RunNames::new(&format!("check_{answer}"));
     let max = check_max.to_string();
@@ -376,20 +374,20 @@ fn check_back_scenario(answer: &str, check_max: u32) {
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn unknown_transactions_committed_by_the_check_back_arrive_once() {
-    check_back_scenario("commit", 5);
+    check_back_scenario(Client::V4, "commit", 5);
 }
 
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn unknown_transactions_rolled_back_by_the_check_back_never_arrive() {
-    check_back_scenario("rollback", 5);
+    check_back_scenario(Client::V4, "rollback", 5);
 }
 
 /// transactionCheckMax 3: checked 3 times, then in TRANS_CHECK_MAX_TIME_TOPIC, never delivered.
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn transactions_never_answered_are_discarded_after_the_check_limit() {
-    check_back_scenario("never", 3);
+    check_back_scenario(Client::V4, "never", 3);
 }
 
 /// SIGKILL (SYNC_FLUSH) with halves committed, rolled back and undecided: after the restart
@@ -398,16 +396,53 @@ fn transactions_never_answered_are_discarded_after_the_check_limit() {
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn a_broker_killed_between_half_and_commit_delivers_each_committed_transaction_once() {
+    transaction_crash_scenario(Client::V4);
+}
+
+fn transaction_crash_scenario(client: Client) {
     let conf = CheckBackConf::new(60);
     let phases = Phases {
         names: RunNames::new("txn_crash"),
         first: "transaction-crash-phase1",
         second: "transaction-crash-phase2",
         second_extra: &[],
-        client: Client::V4,
+        client,
     };
     let args = ["-c", &conf.path(), SYNC_FLUSH[0], SYNC_FLUSH[1]];
     phases.run_around_a_restart(&args, Standalone::kill);
+}
+
+// The transaction scenarios again with rocketmq-client 5.3.3 (its TransactionMQProducer and
+// check-back listener), the same sources compiled against it.
+
+#[test]
+#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
+fn client_5_transactions_reach_consumers_only_when_committed() {
+    scenario_with(Client::V5, "transaction", &[]);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
+fn client_5_unknown_transactions_committed_by_the_check_back_arrive_once() {
+    check_back_scenario(Client::V5, "commit", 5);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
+fn client_5_unknown_transactions_rolled_back_by_the_check_back_never_arrive() {
+    check_back_scenario(Client::V5, "rollback", 5);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
+fn client_5_transactions_never_answered_are_discarded_after_the_check_limit() {
+    check_back_scenario(Client::V5, "never", 3);
+}
+
+#[test]
+#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
+fn client_5_a_broker_killed_between_half_and_commit_delivers_each_committed_once() {
+    transaction_crash_scenario(Client::V5);
 }
 
 #[test]

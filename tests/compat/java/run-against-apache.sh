@@ -3,7 +3,8 @@
 # official 4.9.8 client against Apache's 4.9.7 NameServer and broker (the newest 4.x server
 # release on Maven Central), both run from their Maven jars with `java -cp`; with APACHE=5.3.3
 # against Apache's 5.3.3 (tests/apache_support/pom.xml) instead, which the 5.x-only scenarios
-# (timer, timer-restart: rocketmq-client 5.3.3 running src-5/) need. Every scenario
+# (timer, timer-restart: rocketmq-client 5.3.3 running src-5/) need. CLIENT=5.3.3 runs every
+# scenario with the 5.3.3 client. Every scenario
 # passing here is evidence that it checks RocketMQ behaviour, not a ringmq quirk; the Rust
 # test tests/compat_java_client.rs runs the same scenarios against `ringmq standalone`.
 #
@@ -52,7 +53,7 @@ esac
 javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes" -cp "$client_cp" "$here"/src/*.java
 client5_cp="$(classpath "$here/client-5.3.3/pom.xml")"
 javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes5" -cp "$client5_cp" \
-    "$here"/src/{Check,Run,Sent,Received}.java "$here"/src-5/*.java
+    "$here"/src/*.java "$here"/src-5/*.java
 
 # A free port p such that p-2 (Apache's VIP channel) and p+1 (its HA port) are free too.
 free_port() {
@@ -141,12 +142,15 @@ CONF
     broker_pid=$last_pid
 }
 
-# run_java SCENARIO TOPIC GROUP [ARGS...]: one scenario of RingmqCompat (RingmqCompat5 for
-# the timer ones); fails on a mismatch.
+# run_java SCENARIO TOPIC GROUP [ARGS...]: one scenario of RingmqCompat with the 4.9.8 client,
+# or of RingmqCompat5 with the 5.3.3 client (the timer ones, and every one with CLIENT=5.3.3);
+# fails on a mismatch.
 run_java() {
     local scenario="$1" topic="$2" group="$3" cp="$work/classes:$client_cp" main=RingmqCompat
     shift 3
-    case "$scenario" in timer*) cp="$work/classes5:$client5_cp" main=RingmqCompat5 ;; esac
+    if [ "${CLIENT:-4.9.8}" = 5.3.3 ] || [[ "$scenario" == timer* ]]; then
+        cp="$work/classes5:$client5_cp" main=RingmqCompat5
+    fi
     timeout "$SCENARIO_WAIT_SECS" java -Drocketmq.client.rebalance.waitInterval=1000 \
         -Drocketmq.client.logRoot="$home/client-logs" -cp "$cp" \
         "$main" "$scenario" --namesrv "$namesrv" --topic "$topic" --group "$group" "$@"

@@ -2,11 +2,11 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * The scenarios whose API only the 5.x client has, compiled with ../src's Check, Run, Sent and
- * Received against rocketmq-client 5.3.3 (../client-5.3.3/pom.xml). Output and exit statuses
- * as RingmqCompat's. Usage: RingmqCompat5 timer|timer-restart-phase1|timer-restart-phase2
- * --namesrv HOST:PORT --topic T --group G [--state FILE] [--precision-ms MS]
- * [--crash].
+ * The main of the scenarios compiled against rocketmq-client 5.3.3 (../client-5.3.3/pom.xml),
+ * with ../src: the scenarios whose API only the 5.x client has are here, every other one is
+ * RingmqCompat's, run as it is. Output and exit statuses as RingmqCompat's. Usage:
+ * RingmqCompat5 timer|timer-restart-phase1|timer-restart-phase2 --namesrv HOST:PORT --topic T
+ * --group G [--state FILE] [--precision-ms MS] [--crash], or any RingmqCompat scenario.
  */
 public final class RingmqCompat5 {
     private static final String USAGE = "RingmqCompat5 timer|timer-restart-phase1"
@@ -25,9 +25,13 @@ public final class RingmqCompat5 {
             boolean crash) {
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws Exception {
         if (args.length == 0) {
             Run.usage("no scenario", USAGE);
+        }
+        if (!args[0].startsWith("timer")) {
+            RingmqCompat.main(args);
+            return;
         }
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i < args.length; i++) {

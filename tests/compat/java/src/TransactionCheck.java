@@ -358,8 +358,12 @@ final class TransactionCheck {
         DefaultMQPushConsumer consumer =
                 Clients.consumer(a, a.group() + "-after", "consumer-2", TAG, received);
         consumer.start();
-        List<Sent> committed = state.sent().stream().filter(TransactionCheck::committedInTheEnd)
-                .toList();
+        // A new transaction first, which the check-back commits: the producer publishes to the
+        // topic, as the application's would. (rocketmq-client 5.3.3's producer that has not
+        // sent gets no check from the broker, Apache's as ringmq's.)
+        List<Sent> committed = new ArrayList<>(List.of(witness(producer, a, received)));
+        committed.addAll(state.sent().stream().filter(TransactionCheck::committedInTheEnd)
+                .toList());
         List<Sent> undecided = state.sent().stream().filter(s -> seqOf(s) % 4 >= 2).toList();
         checks.await("halves undecided at the kill checked back after the restart", undecided,
                 asked -> !asked.isEmpty());
