@@ -13,7 +13,7 @@ mod broker_support;
 
 use broker_support::inbox::Inbox;
 use broker_support::process_support::TempDir;
-use broker_support::requests::{call, create_topic, pull, send};
+use broker_support::requests::{call, create_topic, pull, records, send};
 use broker_support::Standalone;
 use ringmq::client::{block_on, RemotingClient};
 use ringmq::protocol::body::heartbeat::{HeartbeatData, ProducerData};
@@ -25,7 +25,7 @@ use ringmq::protocol::header::{
     SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
 use ringmq::protocol::message::record::{sys_flag, RecordView};
-use ringmq::protocol::message::{split_records, OffsetMsgId};
+use ringmq::protocol::message::OffsetMsgId;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -193,12 +193,6 @@ fn end(
 async fn decide(client: &RemotingClient, request: RemotingCommand) {
     let resp = call(client, request).await;
     assert_eq!(resp.code, response::SUCCESS, "{:?}", resp.remark);
-}
-
-fn records(response: &RemotingCommand) -> Vec<RecordView> {
-    split_records(response.body.clone())
-        .map(|r| r.unwrap())
-        .collect()
 }
 
 /// What `topic`'s queue holds from offset 0, waiting up to [`HOLD_MS`] for a first record when
