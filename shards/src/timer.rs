@@ -279,6 +279,10 @@ impl TimerConfig {
         }
         let wait_ms = self.due_ms(out_ms) - now_ms;
         let (topic, queue_id) = if wait_ms <= 0 {
+            if record.property(TIMER_DEL_UNIQKEY).is_some() {
+                // Apache's doPut never stores a cancel in the real queue either.
+                return Err(HopError::Cancel);
+            }
             let real = real_queue(record)?;
             pairs.retain(|(name, _)| name != REAL_TOPIC && name != REAL_QID);
             set_property(&mut pairs, TIMER_DEQUEUE_MS, &now_ms.to_string());
@@ -298,6 +302,8 @@ pub enum HopError {
     Missing(&'static str),
     #[error(transparent)]
     Real(#[from] ScheduleError),
+    #[error("a timer cancel (TIMER_DEL_UNIQKEY) is not delivered")]
+    Cancel,
 }
 
 fn format_pairs(pairs: &[(String, String)]) -> bytes::Bytes {

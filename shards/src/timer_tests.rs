@@ -223,6 +223,15 @@ fn a_due_record_goes_to_its_real_queue_and_one_not_due_to_the_next_stage() {
         config.next_hop(&stored(&half, NOW), NOW).unwrap_err(),
         HopError::Real(ScheduleError::HalfTopic)
     );
+    let cancel = message(&[
+        (TIMER_OUT_MS, "1"),
+        (TIMER_DEL_UNIQKEY, "u"),
+        (REAL_TOPIC, "Real"),
+    ]);
+    assert_eq!(
+        config.next_hop(&stored(&cancel, NOW), NOW).unwrap_err(),
+        HopError::Cancel
+    );
     let lost = message(&[(TIMER_OUT_MS, "1")]);
     assert_eq!(
         config.next_hop(&stored(&lost, NOW), NOW).unwrap_err(),
