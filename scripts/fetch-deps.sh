@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fetch --locked
-for pom in tests/*/pom.xml tests/compat/java/pom.xml tests/compat/java/apache/pom.xml; do
+for pom in tests/*/pom.xml tests/compat/java/pom.xml tests/compat/java/apache/pom.xml \
+    tests/compat/java/client-5.3.3/pom.xml; do
     echo "maven: $pom"
     # build-classpath is what the tests run offline; running it online here also fetches the plugin.
     mvn -B -q -f "$pom" dependency:build-classpath -Dmdep.outputFile=/dev/null

@@ -6,7 +6,6 @@
 # (run scripts/fetch-deps.sh once first: they resolve their jars and modules offline), and at
 # the end the compatibility matrix (scripts/compat-matrix.sh: every client row; a FAIL cell
 # fails this script).
-# The skipped test waits for transactional (half) messages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ulimit -l unlimited 2>/dev/null || true
@@ -19,6 +18,5 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p ringmq-bus --r
 cargo test -p ringmq --locked \
     --test namesrv_java_client --test namesrv_go_client --test admin_apache_namesrv \
     --test admin_apache_broker --test admin_ringmq_broker --test compat_java_client \
-    -- --ignored --test-threads=1 \
-    --skip transactional_messages_reach_consumers_only_when_committed
+    -- --ignored --test-threads=1
 scripts/compat-matrix.sh

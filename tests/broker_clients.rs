@@ -5,6 +5,7 @@
 
 mod broker_support;
 
+use broker_support::inbox::Inbox;
 use broker_support::requests::{call, create_topic, pull, send, update_offset};
 use broker_support::Standalone;
 use ringmq::client::{block_on, RemotingClient};
@@ -19,41 +20,20 @@ use ringmq::protocol::codes::{request as code, response};
 use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::*;
 use ringmq::protocol::message::split_records;
-use ringmq::server::connection::Connection;
-use ringmq::server::{RequestError, RequestHandler, Response};
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
 const TOPIC: &str = "GroupTopic";
+/// Bound on waiting for a notification (woken by its arrival): 5 s, as the 100 polls of
+/// 50 ms this replaced.
+const NOTIFY_WAIT: Duration = Duration::from_secs(5);
 const GROUP: &str = "G";
 
-/// Records the requests the broker sends this client.
-#[derive(Default)]
-struct Inbox(RefCell<Vec<RemotingCommand>>);
-
-impl RequestHandler for Inbox {
-    async fn handle(
-        self: Rc<Self>,
-        _: Rc<Connection>,
-        request: RemotingCommand,
-    ) -> Result<Response, RequestError> {
-        let answer = RemotingCommand::response_to(&request, response::SUCCESS, None);
-        self.0.borrow_mut().push(request);
-        Ok(answer.into())
-    }
-}
-
-impl Inbox {
-    fn notifications(&self) -> usize {
-        self.0
-            .borrow()
-            .iter()
-            .filter(|r| {
-                r.code == code::NOTIFY_CONSUMER_IDS_CHANGED && r.ext("consumerGroup") == Some(GROUP)
-            })
-            .count()
-    }
+/// NOTIFY_CONSUMER_IDS_CHANGED for [`GROUP`] that `inbox` got so far.
+fn notifications(inbox: &Inbox) -> usize {
+    inbox.count(|r| {
+        r.code == code::NOTIFY_CONSUMER_IDS_CHANGED && r.ext("consumerGroup") == Some(GROUP)
+    })
 }
 
 struct Member {
@@ -114,13 +94,8 @@ async fn members(client: &RemotingClient) -> RemotingCommand {
 /// Waits (bounded) until `inbox` has seen `count` notifications: they are oneway and may
 /// trail the response that caused them.
 async fn notified(inbox: &Inbox, count: usize) -> bool {
-    for _ in 0..100 {
-        if inbox.notifications() >= count {
-            return true;
-        }
-        glommio::timer::Timer::new(Duration::from_millis(50)).await;
-    }
-    false
+    let enough = |inbox: &Inbox| (notifications(inbox) >= count).then_some(());
+    inbox.wait_for(NOTIFY_WAIT, enough).await.is_some()
 }
 
 #[test]
@@ -153,14 +128,14 @@ fn members_are_listed_and_told_when_the_group_changes() {
         assert_eq!(ids, ["client-0", "client-1", "client-2", "client-3"]);
 
         // A heartbeat that changes nothing notifies nobody.
-        let before: Vec<usize> = group.iter().map(|m| m.inbox.notifications()).collect();
+        let before: Vec<usize> = group.iter().map(|m| notifications(&m.inbox)).collect();
         call(
             &group[1].client,
             heartbeat("client-1", "*", MessageModel::Clustering),
         )
         .await;
         glommio::timer::Timer::new(Duration::from_millis(300)).await;
-        let after: Vec<usize> = group.iter().map(|m| m.inbox.notifications()).collect();
+        let after: Vec<usize> = group.iter().map(|m| notifications(&m.inbox)).collect();
         assert_eq!(before, after);
 
         // Leaving by UNREGISTER_CLIENT, and by closing the connection.

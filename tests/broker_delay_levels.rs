@@ -5,15 +5,14 @@
 mod broker_support;
 
 use broker_support::process_support::TempDir;
-use broker_support::requests::{call, create_topic, pull, send};
+use broker_support::requests::{call, create_topic, pull, records, send, view_record};
 use broker_support::Standalone;
 use ringmq::client::{block_on, RemotingClient};
 use ringmq::protocol::body;
 use ringmq::protocol::codes::{request as code, response};
 use ringmq::protocol::command::RemotingCommand;
-use ringmq::protocol::header::{SendMessageResponseHeader, ViewMessageRequestHeader};
+use ringmq::protocol::header::SendMessageResponseHeader;
 use ringmq::protocol::message::record::RecordView;
-use ringmq::protocol::message::{split_records, OffsetMsgId};
 
 const TOPIC: &str = "Delayed";
 const GROUP: &str = "DelayGroup";
@@ -33,12 +32,6 @@ fn start_with_levels() -> (TempDir, Standalone) {
     std::fs::write(&path, format!("messageDelayLevel={LEVELS}\n")).unwrap();
     let broker = Standalone::start_with(2, &["-c", path.to_str().unwrap()]);
     (conf, broker)
-}
-
-fn records(response: &RemotingCommand) -> Vec<RecordView> {
-    split_records(response.body.clone())
-        .map(|r| r.unwrap())
-        .collect()
 }
 
 /// Sends `body` with DELAY=`level` to `queue_id`; returns the response header.
@@ -99,19 +92,6 @@ fn check_restored(record: &RecordView, queue_id: i32, body: &str) {
     assert_eq!(record.property("DELAY"), None);
 }
 
-/// The schedule record behind a send response, by its msgId (VIEW_MESSAGE_BY_ID).
-async fn schedule_record(client: &RemotingClient, sent: &SendMessageResponseHeader) -> RecordView {
-    let offset = OffsetMsgId::parse(&sent.msg_id).unwrap().commit_log_offset;
-    let request =
-        RemotingCommand::request(code::VIEW_MESSAGE_BY_ID).with_header(&ViewMessageRequestHeader {
-            topic: None,
-            offset,
-        });
-    let got = call(client, request).await;
-    assert_eq!(got.code, response::SUCCESS, "{:?}", got.remark);
-    records(&got).remove(0)
-}
-
 #[test]
 fn delayed_messages_arrive_when_due_and_survive_a_restart() {
     let (_conf, mut broker) = start_with_levels();
@@ -144,7 +124,7 @@ fn delayed_messages_arrive_when_due_and_survive_a_restart() {
             now_in(&client, 1).await.is_empty(),
             "DELAY=1 is not there at once"
         );
-        let stored = schedule_record(&client, &soon).await;
+        let stored = view_record(&client, &soon.msg_id).await;
         assert_eq!(
             (stored.topic(), stored.queue_id()),
             ("SCHEDULE_TOPIC_XXXX", 0)
@@ -172,7 +152,7 @@ fn delayed_messages_arrive_when_due_and_survive_a_restart() {
             now_in(&client, 2).await.is_empty(),
             "DELAY=18 still pending"
         );
-        let kept = schedule_record(&client, &late).await;
+        let kept = view_record(&client, &late.msg_id).await;
         assert_eq!(
             kept.property("REAL_QID"),
             Some("2"),

@@ -4,7 +4,7 @@
 mod broker_support;
 
 use broker_support::requests::{
-    call, committing, create_topic, pull, query_offset, send, update_offset, TIMEOUT,
+    call, committing, create_topic, pull, query_offset, records, send, update_offset, TIMEOUT,
 };
 use broker_support::Standalone;
 use bytes::Bytes;
@@ -13,8 +13,8 @@ use ringmq::protocol::body::{self, TopicRouteData};
 use ringmq::protocol::codes::{request as code, response};
 use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::*;
-use ringmq::protocol::message::record::{format_properties, RecordView};
-use ringmq::protocol::message::{encode_batch, split_records, BatchEntry, OffsetMsgId};
+use ringmq::protocol::message::record::format_properties;
+use ringmq::protocol::message::{encode_batch, BatchEntry, OffsetMsgId};
 use std::time::{Duration, Instant};
 
 const QUEUES: i32 = 8;
@@ -23,12 +23,6 @@ const GROUP: &str = "CG";
 /// Offset queries while waiting for a held pull's commit to be stored: a bound on the loop
 /// besides its deadline; each query is one round trip, so the commit shows within a few.
 const COMMIT_QUERIES_MAX: usize = 10_000;
-
-fn records(response: &RemotingCommand) -> Vec<RecordView> {
-    split_records(response.body.clone())
-        .map(|r| r.expect("valid record"))
-        .collect()
-}
 
 #[test]
 fn sends_land_in_their_queues_and_pulls_return_them_byte_for_byte() {

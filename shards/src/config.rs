@@ -5,6 +5,7 @@ use crate::io::BLOCK_BYTES;
 use crate::offset::SHARD_ID_MAX;
 use crate::record::RECORD_BYTES_MAX;
 use crate::schedule::DelayLevels;
+use crate::timer::TimerConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -134,6 +135,9 @@ pub struct ShardConfig {
     /// from.
     pub delay_levels: DelayLevels,
     pub retention: RetentionConfig,
+    /// `timerPrecisionMs`, `timerMaxDelaySec`, `timerWheelEnable`: what the timer topic's
+    /// tagsCodes and stages are computed from.
+    pub timers: TimerConfig,
 }
 
 impl ShardConfig {
@@ -148,6 +152,7 @@ impl ShardConfig {
             index_entries_max: INDEX_ENTRIES_MAX_DEFAULT,
             delay_levels: DelayLevels::default(),
             retention: RetentionConfig::default(),
+            timers: TimerConfig::default(),
         }
     }
 

@@ -26,6 +26,8 @@ mod recovery;
 pub mod schedule;
 pub mod shard;
 pub mod sim_io;
+pub mod timer;
+pub mod transaction;
 
 pub use config::{FlushMode, LogConfig, RetentionConfig, ShardConfig};
 
@@ -42,7 +44,7 @@ pub use offset::PhysicalOffset;
 pub use real_io::{Durability, RealClock, RealDisk};
 pub use schedule::DelayLevels;
 pub use shard::{
-    AppendResult, DeliveryTurn, Lag, QueueRead, QueueReadRequest, Removal, RemovalReason,
-    RetentionStats, Shard,
+    AppendResult, DeliveryTurn, Lag, QueueEntry, QueueRead, QueueReadRequest, Removal,
+    RemovalReason, RetentionStats, Scheduled, Shard,
 };
 pub use sim_io::{SimClock, SimDisk, SimRng};

@@ -19,7 +19,7 @@ use std::fmt;
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 /// The topic of prepared transaction messages; Apache refuses to deliver a scheduled message
 /// there (it would be a half message no check ever resolves).
-pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+pub use crate::transaction::TRANS_HALF_TOPIC;
 /// Apache's default `messageDelayLevel`.
 pub const DELAY_LEVELS_DEFAULT: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 /// Most delay levels. Each level is one schedule queue and one delivery task per shard, so a
@@ -221,7 +221,7 @@ pub fn asked_delay(properties: &str) -> Result<Option<i32>, ScheduleError> {
     Ok((asked > 0).then_some(asked))
 }
 
-fn set_property(pairs: &mut Vec<(String, String)>, name: &str, value: &str) {
+pub(crate) fn set_property(pairs: &mut Vec<(String, String)>, name: &str, value: &str) {
     match pairs.iter_mut().find(|(n, _)| n == name) {
         Some(pair) => pair.1 = value.to_owned(),
         None => pairs.push((name.to_owned(), value.to_owned())),
@@ -232,6 +232,19 @@ fn set_property(pairs: &mut Vec<(String, String)>, name: &str, value: &str) {
 /// sysFlag, born time and host, reconsume times and properties, DELAY removed, in the queue
 /// REAL_TOPIC / REAL_QID name. Its tagsCode follows from TAGS when it is stored.
 pub fn restore(record: &RecordView) -> Result<Message, ScheduleError> {
+    let (topic, queue_id) = real_queue(record)?;
+    let properties = format_properties(
+        parse_properties(record.properties())
+            .iter()
+            .filter(|(name, _)| name != DELAY)
+            .map(|(n, v)| (&**n, &**v)),
+    );
+    Ok(stored_again(record, topic, queue_id, properties.into()))
+}
+
+/// Where a held record (a schedule or a timer record) goes when due: REAL_TOPIC / REAL_QID,
+/// never the half topic.
+pub(crate) fn real_queue(record: &RecordView) -> Result<(String, i32), ScheduleError> {
     let topic = record
         .property(REAL_TOPIC)
         .ok_or(ScheduleError::MissingRealQueue(REAL_TOPIC))?;
@@ -243,14 +256,19 @@ pub fn restore(record: &RecordView) -> Result<Message, ScheduleError> {
     if topic == TRANS_HALF_TOPIC {
         return Err(ScheduleError::HalfTopic);
     }
-    let properties = format_properties(
-        parse_properties(record.properties())
-            .iter()
-            .filter(|(name, _)| name != DELAY)
-            .map(|(n, v)| (&**n, &**v)),
-    );
-    Ok(Message {
-        topic: topic.to_owned(),
+    Ok((topic.to_owned(), queue_id))
+}
+
+/// The message a held record becomes in `topic` / `queue_id` with `properties`: the same body,
+/// flag, sysFlag, born time and host, and reconsume times.
+pub(crate) fn stored_again(
+    record: &RecordView,
+    topic: String,
+    queue_id: i32,
+    properties: bytes::Bytes,
+) -> Message {
+    Message {
+        topic,
         queue_id,
         flag: record.flag(),
         sys_flag: record.sys_flag(),
@@ -259,8 +277,8 @@ pub fn restore(record: &RecordView) -> Result<Message, ScheduleError> {
         reconsume_times: record.reconsume_times(),
         prepared_transaction_offset: 0,
         body: record.body(),
-        properties: properties.into(),
-    })
+        properties,
+    }
 }
 
 #[cfg(test)]

@@ -27,9 +27,11 @@ use crate::record::{
     RecordError, RecordView, StoreFields, RECORD_BYTES_MAX, RECORD_BYTES_MIN,
 };
 use crate::recovery::scan_log;
+use crate::timer::{TIMER_STAGES_MAX, TIMER_TOPIC};
+use crate::transaction;
 use bytes::Bytes;
 use retention::{SegmentTimes, TopicTombstones};
-use schedule_delivery::ScheduleProgress;
+use schedule_delivery::{ScheduleProgress, LEVELS_PROGRESS, TIMER_PROGRESS};
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -39,7 +41,7 @@ mod delete_topic;
 mod retention;
 mod schedule_delivery;
 pub use retention::{Lag, Removal, RemovalReason, RetentionStats};
-pub use schedule_delivery::DeliveryTurn;
+pub use schedule_delivery::{DeliveryTurn, Scheduled};
 
 /// Most entries one queue read looks at when filtering by tag (RocketMQ's
 /// `maxFilterMessageCount` is 16 000), so a selective filter cannot scan a queue unbounded.
@@ -72,6 +74,17 @@ pub struct QueueRead {
     pub min_offset: i64,
     /// One past the last readable entry.
     pub max_offset: i64,
+}
+
+/// One consume-queue entry as the broker's followers of system queues read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueEntry {
+    pub queue_offset: i64,
+    /// Client-visible physical offset (shard id in the high bits): entries of one shard's
+    /// queues compare in log order by it.
+    pub physical_offset: i64,
+    /// The consume queue's tagsCode (see `transaction::tags_code`, `DelayLevels::tags_code`).
+    pub tags_code: i64,
 }
 
 /// What a read of one queue asks for.
@@ -113,6 +126,22 @@ async fn check_identity<D: Disk>(disk: &D, config: &ShardConfig) -> Result<()> {
     }
 }
 
+/// The timer stages a shard delivers: those its configuration places records in, and any
+/// further one holding records from a run with a longer `timerMaxDelaySec` or finer precision.
+fn timer_stages_to_deliver<F>(config: &ShardConfig, queues: &QueueMap<F>) -> usize {
+    let stored = queues
+        .iter()
+        .filter(|(topic, _, _)| *topic == TIMER_TOPIC)
+        .map(|(_, queue_id, _)| queue_id as usize + 1)
+        .max()
+        .unwrap_or(0);
+    config
+        .timers
+        .stages_used()
+        .max(stored)
+        .min(TIMER_STAGES_MAX)
+}
+
 /// One shard's storage engine.
 pub struct Shard<D: Disk, C: Clock> {
     config: ShardConfig,
@@ -139,6 +168,8 @@ pub struct Shard<D: Disk, C: Clock> {
     disk_full: Cell<Option<f64>>,
     /// The single pre-segment index file is still on disk (removed after the first persist).
     legacy_index: Cell<bool>,
+    /// Delivery progress of the timer stages (next offset of each stage queue).
+    timer: RefCell<ScheduleProgress>,
     checkpoint_seq: Cell<u64>,
     persisting: Cell<bool>,
     persisted: Event,
@@ -283,12 +314,28 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     return true;
                 }
                 let physical = PhysicalOffset::new(shard_id, local).to_wire();
-                let tag_hash = config.delay_levels.tags_code(
+                let tag_hash = transaction::tags_code(
                     view.topic(),
-                    view.queue_id(),
-                    view.store_timestamp_ms(),
-                    view.tag_hash_code(),
-                );
+                    view.queue_offset(),
+                    view.properties(),
+                    &view.body(),
+                )
+                .or_else(|| {
+                    config.timers.tags_code(
+                        view.topic(),
+                        view.queue_id(),
+                        view.store_timestamp_ms(),
+                        view.properties(),
+                    )
+                })
+                .unwrap_or_else(|| {
+                    config.delay_levels.tags_code(
+                        view.topic(),
+                        view.queue_id(),
+                        view.store_timestamp_ms(),
+                        view.tag_hash_code(),
+                    )
+                });
                 let queue = queues.get_or_create(view.topic(), view.queue_id());
                 if view.queue_offset() != queue.end() as i64 || view.physical_offset() != physical {
                     return false;
@@ -329,7 +376,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             Some((seq, payload)) => ConsumerOffsets::decode(seq, &payload)?,
             None => ConsumerOffsets::default(),
         };
-        let schedule = ScheduleProgress::load(&disk, dir, &config.delay_levels, &queues).await?;
+        let levels = config.delay_levels.count();
+        let schedule =
+            ScheduleProgress::load(&disk, dir, &LEVELS_PROGRESS, levels, &queues).await?;
+        let stages = timer_stages_to_deliver(&config, &queues);
+        let timer = ScheduleProgress::load(&disk, dir, &TIMER_PROGRESS, stages, &queues).await?;
         let shard = Self {
             config,
             disk,
@@ -346,6 +397,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             retaining: Cell::new(false),
             disk_full: Cell::new(None),
             legacy_index: Cell::new(legacy_index),
+            timer: RefCell::new(timer),
             checkpoint_seq: Cell::new(checkpoint_seq),
             persisting: Cell::new(false),
             persisted: Event::default(),
@@ -415,12 +467,24 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
                 let queue = queues.get_or_create(&message.topic, message.queue_id);
                 let queue_offset = queue.end() as i64;
-                let tag_hash = self.config.delay_levels.tags_code(
-                    &message.topic,
-                    message.queue_id,
-                    now,
-                    tag_hash,
-                );
+                let tag_hash =
+                    transaction::tags_code(&message.topic, queue_offset, properties, &message.body)
+                        .or_else(|| {
+                            self.config.timers.tags_code(
+                                &message.topic,
+                                message.queue_id,
+                                now,
+                                properties,
+                            )
+                        })
+                        .unwrap_or_else(|| {
+                            self.config.delay_levels.tags_code(
+                                &message.topic,
+                                message.queue_id,
+                                now,
+                                tag_hash,
+                            )
+                        });
                 let store = StoreFields {
                     queue_offset,
                     physical_offset: physical,
@@ -489,6 +553,34 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     pub fn min_offset(&self, topic: &str, queue_id: i32) -> i64 {
         let queues = self.queues.borrow();
         queues.get(topic, queue_id).map_or(0, |q| q.base as i64)
+    }
+
+    /// Entries of a queue from `from` on (at least its min offset), at most `max`, in log
+    /// order: every appended entry, durable yet or not, so that a follower sees an append as
+    /// soon as it is made (what it learns is rebuilt from the log after a crash anyway). No
+    /// record is read.
+    pub fn queue_entries(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        from: i64,
+        max: usize,
+    ) -> Vec<QueueEntry> {
+        let queues = self.queues.borrow();
+        let Some(queue) = queues.get(topic, queue_id) else {
+            return Vec::new();
+        };
+        let from = u64::try_from(from).unwrap_or(0).max(queue.base);
+        let to = from.saturating_add(max as u64).min(queue.end());
+        queue
+            .range(from, to)
+            .zip(from..)
+            .map(|(e, offset)| QueueEntry {
+                queue_offset: offset as i64,
+                physical_offset: PhysicalOffset::new(self.config.shard_id, e.local).to_wire(),
+                tags_code: e.tag_hash,
+            })
+            .collect()
     }
 
     /// One past the last readable entry of a queue.

@@ -11,7 +11,7 @@ use futures_lite::future::{block_on, or, yield_now, zip};
 use ringmq_shards::record::{find_property, format_properties, java_string_hash, RecordView};
 use ringmq_shards::schedule::{ScheduleError, SCHEDULE_TOPIC};
 use ringmq_shards::{
-    DelayLevels, DeliveryTurn, FlushMode, QueueReadRequest, Shard, SimClock, SimDisk,
+    DelayLevels, DeliveryTurn, FlushMode, QueueReadRequest, Scheduled, Shard, SimClock, SimDisk,
 };
 use std::path::Path;
 
@@ -102,7 +102,7 @@ fn every_default_level_delivers_at_store_time_plus_its_delay_and_not_before() {
             let due = T0 + delay;
             set_clock(&clock, due - 1);
             for other in 1..=18 {
-                let turn = shard.deliver_due(other).await.unwrap();
+                let turn = shard.deliver_due(Scheduled::Level(other)).await.unwrap();
                 let expected = if other < level {
                     DeliveryTurn::Drained(1)
                 } else {
@@ -117,7 +117,7 @@ fn every_default_level_delivers_at_store_time_plus_its_delay_and_not_before() {
             );
             set_clock(&clock, due);
             assert_eq!(
-                shard.deliver_due(level).await.unwrap(),
+                shard.deliver_due(Scheduled::Level(level)).await.unwrap(),
                 DeliveryTurn::Delivered(1)
             );
             let got = records(&shard, REAL, level as i32 % 4).await;
@@ -148,12 +148,12 @@ fn delay_above_the_last_level_clamps_and_non_positive_is_not_delayed() {
         assert_eq!(err, ScheduleError::BadDelay("soon".into()));
         let two_hours = T0 + 7_200_000;
         assert_eq!(
-            shard.deliver_due(18).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(18)).await.unwrap(),
             DeliveryTurn::DueAt(two_hours)
         );
         set_clock(&clock, two_hours);
         assert_eq!(
-            shard.deliver_due(18).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(18)).await.unwrap(),
             DeliveryTurn::Delivered(2)
         );
         assert_eq!(delivered(&shard).await, ["d0", "d1000", "d19", "dneg"]);
@@ -174,21 +174,24 @@ fn a_custom_table_sets_queues_and_due_times() {
         );
         // tagsCode is the delivery time: the turn reports it without reading the record.
         assert_eq!(
-            shard.deliver_due(2).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(2)).await.unwrap(),
             DeliveryTurn::DueAt(T0 + 180_000)
         );
         assert_eq!(
-            shard.deliver_due(3).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(3)).await.unwrap(),
             DeliveryTurn::DueAt(T0 + 86_400_000)
         );
-        assert!(shard.deliver_due(4).await.is_err(), "no level 4");
+        assert!(
+            shard.deliver_due(Scheduled::Level(4)).await.is_err(),
+            "no level 4"
+        );
         set_clock(&clock, T0 + 180_000);
         assert_eq!(
-            shard.deliver_due(2).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(2)).await.unwrap(),
             DeliveryTurn::Delivered(1)
         );
         assert_eq!(
-            shard.deliver_due(3).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(3)).await.unwrap(),
             DeliveryTurn::DueAt(T0 + 86_400_000)
         );
         assert_eq!(delivered(&shard).await, ["a"]);
@@ -209,7 +212,7 @@ fn delivery_restores_the_message_as_apache() {
         assert_eq!((sent.topic.as_str(), sent.queue_id), (SCHEDULE_TOPIC, 1));
         shard.append(&sent).await.unwrap();
         set_clock(&clock, T0 + 5_000);
-        shard.deliver_due(2).await.unwrap();
+        shard.deliver_due(Scheduled::Level(2)).await.unwrap();
         let got = records(&shard, REAL, 3).await;
         assert_eq!(got.len(), 1);
         let got = &got[0];
@@ -270,13 +273,13 @@ async fn mid_schedule(disk: &SimDisk, clock: &SimClock) -> SimShard {
     }
     set_clock(clock, T0 + 1_000);
     assert_eq!(
-        shard.deliver_due(1).await.unwrap(),
+        shard.deliver_due(Scheduled::Level(1)).await.unwrap(),
         DeliveryTurn::Delivered(2)
     );
     shard.persist().await.unwrap();
     set_clock(clock, T0 + 10_000);
     assert_eq!(
-        shard.deliver_due(3).await.unwrap(),
+        shard.deliver_due(Scheduled::Level(3)).await.unwrap(),
         DeliveryTurn::Delivered(1)
     );
     shard
@@ -286,7 +289,9 @@ async fn mid_schedule(disk: &SimDisk, clock: &SimClock) -> SimShard {
 async fn finish(shard: &SimShard, clock: &SimClock) -> Vec<String> {
     set_clock(clock, T0 + 7_200_000);
     for level in 1..=18 {
-        while let DeliveryTurn::Delivered(_) = shard.deliver_due(level).await.unwrap() {}
+        while let DeliveryTurn::Delivered(_) =
+            shard.deliver_due(Scheduled::Level(level)).await.unwrap()
+        {}
     }
     delivered(shard).await
 }
@@ -302,7 +307,7 @@ fn a_clean_restart_resumes_from_the_persisted_progress() {
         let shard = open(&disk, &clock).await;
         assert_eq!((shard.schedule_offset(1), shard.schedule_offset(3)), (2, 1));
         assert_eq!(
-            shard.deliver_due(18).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(18)).await.unwrap(),
             DeliveryTurn::DueAt(T0 + 7_200_000)
         );
         assert_eq!(
@@ -350,7 +355,7 @@ fn the_level_task_waits_for_appends_and_sleeps_until_due() {
             send(&shard, 1, "later", "2").await;
         };
         let waiter = async { shard.wait_for_offset(REAL, 1, 0).await.unwrap() };
-        zip(or(waiter, shard.run_delay_level(2)), sender).await;
+        zip(or(waiter, shard.run_scheduled(Scheduled::Level(2))), sender).await;
         // SimClock's sleep jumps to the deadline: the task slept exactly until due.
         assert_eq!(ringmq_shards::Clock::now_ms(&clock), T0 + 5_000);
         let got = records(&shard, REAL, 1).await;
@@ -369,7 +374,7 @@ fn recovery_rebuilds_the_schedule_queue_with_due_times() {
         clock.advance(1);
         let shard = open(&disk, &clock).await;
         assert_eq!(
-            shard.deliver_due(3).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(3)).await.unwrap(),
             DeliveryTurn::DueAt(T0 + 10_000)
         );
     });
@@ -386,7 +391,7 @@ fn a_turn_delivers_a_bounded_batch() {
         set_clock(&clock, T0 + 1_000);
         let mut got = Vec::new();
         for _ in 0..3 {
-            got.push(shard.deliver_due(1).await.unwrap());
+            got.push(shard.deliver_due(Scheduled::Level(1)).await.unwrap());
         }
         let expected = [
             DeliveryTurn::Delivered(64), // DELIVERY_BATCH_MAX
@@ -401,11 +406,11 @@ fn a_turn_delivers_a_bounded_batch() {
         }
         set_clock(&clock, T0 + 2_000);
         assert_eq!(
-            shard.deliver_due(1).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(1)).await.unwrap(),
             DeliveryTurn::Delivered(2)
         );
         assert_eq!(
-            shard.deliver_due(1).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(1)).await.unwrap(),
             DeliveryTurn::Delivered(1)
         );
         assert_eq!(records(&shard, REAL, 1).await.len(), 3);
@@ -422,7 +427,7 @@ fn a_clock_set_back_makes_far_future_records_due_now() {
         // delay, so it cannot be trusted (Apache's correctDeliverTimestamp): due now.
         clock.advance(-3 * 3_600_000);
         assert_eq!(
-            shard.deliver_due(18).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(18)).await.unwrap(),
             DeliveryTurn::Delivered(1)
         );
         // Back by less than the time since it was stored leaves it within its delay: it
@@ -432,7 +437,7 @@ fn a_clock_set_back_makes_far_future_records_due_now() {
         clock.advance(-1_800_000);
         let due = T0 - 3 * 3_600_000 + 7_200_000;
         assert_eq!(
-            shard.deliver_due(18).await.unwrap(),
+            shard.deliver_due(Scheduled::Level(18)).await.unwrap(),
             DeliveryTurn::DueAt(due)
         );
     });

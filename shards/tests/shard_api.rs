@@ -473,3 +473,51 @@ fn catch_up_pulls_of_interleaved_queues_read_each_cold_span_once() {
         );
     });
 }
+
+/// The half and op queues carry the transaction's origin as tagsCode
+/// (`ringmq_shards::transaction`), made at append and made again, equal, when recovery
+/// rebuilds the entries from the log (past the checkpoint) or loads them (before it).
+#[test]
+fn transaction_queues_carry_origins_that_recovery_rebuilds() {
+    use ringmq_shards::transaction::{
+        op_body, PREPARED_QUEUE_OFFSET, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+    };
+    block_on(async {
+        let disk = SimDisk::new(7, 64 << 20);
+        let clock = SimClock::new(1_000);
+        let shard = open(&disk, &clock, FlushMode::SyncFlush, 1 << 20).await;
+        let half = |copy_of: Option<i64>| {
+            let mut m = message(TRANS_HALF_TOPIC, 0, b"h", Some("TagA"), None);
+            if let Some(origin) = copy_of {
+                let origin = origin.to_string();
+                let props = [("TAGS", "TagA"), (PREPARED_QUEUE_OFFSET, origin.as_str())];
+                m.properties = ringmq_shards::record::format_properties(props).into();
+            }
+            m
+        };
+        let op = |origin: i64| message(TRANS_OP_HALF_TOPIC, 0, &op_body(origin), Some("d"), None);
+        shard.append(&half(None)).await.unwrap(); // origin 0
+        shard.append(&half(None)).await.unwrap(); // origin 1
+        shard.persist().await.unwrap(); // those two come back from the queue file
+        shard.append(&half(Some(0))).await.unwrap(); // a copy of 0
+        shard.append(&op(1)).await.unwrap();
+        let entries = |s: &SimShard, topic: &str| -> Vec<(i64, i64)> {
+            s.queue_entries(topic, 0, 0, 100)
+                .iter()
+                .map(|e| (e.queue_offset, e.tags_code))
+                .collect()
+        };
+        let halves = entries(&shard, TRANS_HALF_TOPIC);
+        assert_eq!(halves, [(0, 0), (1, 1), (2, 0)]);
+        assert_eq!(entries(&shard, TRANS_OP_HALF_TOPIC), [(0, 1)]);
+        let physical = shard.queue_entries(TRANS_HALF_TOPIC, 0, 1, 1)[0].physical_offset;
+        assert!(physical < shard.queue_entries(TRANS_OP_HALF_TOPIC, 0, 0, 1)[0].physical_offset);
+        drop(shard);
+        disk.crash();
+        let shard = open(&disk, &clock, FlushMode::SyncFlush, 1 << 20).await;
+        assert_eq!(entries(&shard, TRANS_HALF_TOPIC), halves);
+        assert_eq!(entries(&shard, TRANS_OP_HALF_TOPIC), [(0, 1)]);
+        assert_eq!(shard.queue_entries(TRANS_HALF_TOPIC, 0, 2, 100).len(), 1);
+        assert!(shard.queue_entries(TRANS_HALF_TOPIC, 0, 3, 100).is_empty());
+    });
+}

@@ -5,7 +5,7 @@
 //! registration loop and the periodic scan for silent clients.
 
 use super::control::ops::ControlOp;
-use super::control::plane::{ControlPlane, Effects, Outcome};
+use super::control::plane::{ClientGroups, ControlPlane, Effects, Outcome};
 use super::error::BrokerResult;
 use super::now_ms;
 use super::registration::NamesrvLinks;
@@ -93,10 +93,22 @@ async fn apply(shard: &Shard, plane: &mut ControlPlane, op: ControlOp, reg: &Reg
         }
         ControlOp::UnregisterClient {
             consumer_group,
+            producer_group,
             client_id,
             reply,
         } => {
-            let outcome = plane.unregister_client(consumer_group.as_deref(), &client_id);
+            let groups = ClientGroups {
+                consumer: consumer_group.as_deref(),
+                producer: producer_group.as_deref(),
+            };
+            let outcome = plane.unregister_client(groups, &client_id);
+            finish(shard, reg, outcome, reply).await
+        }
+        ControlOp::ProducerChannel { group, reply } => {
+            reply.send(Ok(plane.producer_channel(&group)))
+        }
+        ControlOp::CreateCheckMaxTimeTopic { reply } => {
+            let outcome = plane.create_check_max_time_topic(now).await;
             finish(shard, reg, outcome, reply).await
         }
         ControlOp::ConsumerIds { group, reply } => reply.send(plane.consumer_ids(&group)),

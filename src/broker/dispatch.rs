@@ -16,7 +16,7 @@ use super::error::BrokerResult;
 use super::processor::admin::{self, AdminRead};
 use super::processor::control::{self, topic_from_header, ControlRequest};
 use super::processor::send::{self, SendRequest};
-use super::processor::{offsets, pull, query, runtime_info, send_back, stats};
+use super::processor::{offsets, pull, query, runtime_info, send_back, stats, transaction};
 use super::shard::Shard;
 use super::work::{OffsetRequest, Origin, Work};
 use crate::broker::control::ops::ControlOp;
@@ -25,9 +25,9 @@ use crate::protocol::codes::request as code;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{
     ConsumerGroupRequestHeader, ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader,
-    DeleteSubscriptionGroupRequestHeader, GetConsumeStatsRequestHeader, PullMessageRequestHeader,
-    QueryMessageRequestHeader, TopicRequestHeader, UnregisterClientRequestHeader,
-    ViewMessageRequestHeader,
+    DeleteSubscriptionGroupRequestHeader, EndTransactionRequestHeader,
+    GetConsumeStatsRequestHeader, PullMessageRequestHeader, QueryMessageRequestHeader,
+    TopicRequestHeader, UnregisterClientRequestHeader, ViewMessageRequestHeader,
 };
 use crate::server::connection::Connection;
 use crate::server::{not_supported, ConnectionId, RequestError, RequestHandler, Response};
@@ -56,6 +56,8 @@ pub enum Request {
     RuntimeInfo,
     /// The original read at its offset owner, the copy stored by its queue owner.
     SendBack(ConsumerSendMsgBackRequestHeader),
+    /// The shard named in the half message's offset (which stored it).
+    EndTransaction(Box<EndTransactionRequestHeader>),
     /// Shard 0.
     Control(ControlRequest),
     /// Here.
@@ -107,6 +109,7 @@ impl Request {
             code::QUERY_TOPIC_CONSUME_BY_WHO => Ok(Self::ConsumedBy { topic: topic()? }),
             code::GET_BROKER_RUNTIME_INFO => Ok(Self::RuntimeInfo),
             code::CONSUMER_SEND_MSG_BACK => Ok(Self::SendBack(command.decode_header()?)),
+            code::END_TRANSACTION => Ok(Self::EndTransaction(Box::new(command.decode_header()?))),
             code::HEART_BEAT => control(ControlRequest::Heartbeat(body::decode(&command.body)?)),
             code::UNREGISTER_CLIENT => control(ControlRequest::Unregister(
                 command.decode_header::<UnregisterClientRequestHeader>()?,
@@ -168,6 +171,7 @@ async fn serve(
         Request::ConsumedBy { topic } => stats::serve_consumed_by(shard, command, topic).await,
         Request::RuntimeInfo => runtime_info::serve(shard, command).await,
         Request::SendBack(header) => send_back::serve(shard, command, header).await,
+        Request::EndTransaction(header) => transaction::serve(shard, command, *header).await,
         Request::Control(request) => control::serve(shard, origin, command, request).await,
         Request::Admin(read) => admin::serve(shard, command, read),
         Request::NotSupported => Ok(not_supported(command).into()),
@@ -261,6 +265,17 @@ mod tests {
         assert!(matches!(
             classify(code::GET_ALL_TOPIC_CONFIG, &[], b""),
             Request::Admin(AdminRead::AllTopics)
+        ));
+        let end = [
+            ("producerGroup", "P"),
+            ("tranStateTableOffset", "3"),
+            ("commitLogOffset", "4096"),
+            ("commitOrRollback", "8"),
+            ("msgId", "M"),
+        ];
+        assert!(matches!(
+            classify(code::END_TRANSACTION, &end, b""),
+            Request::EndTransaction(h) if h.commit_log_offset == 4096 && !h.from_transaction_check
         ));
     }
 

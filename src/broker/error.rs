@@ -9,6 +9,7 @@ use crate::protocol::command::RemotingCommand;
 use crate::protocol::fastjson::FastjsonError;
 use crate::protocol::header::HeaderError;
 use crate::protocol::message::MessageError;
+use ringmq_shards::timer::TimerError;
 use ringmq_shards::StoreError;
 
 /// Why a broker request failed. Every variant says which response code the client gets
@@ -38,6 +39,8 @@ pub enum BrokerError {
     NoPermission(String),
     #[error("{0}")]
     MessageIllegal(String),
+    #[error(transparent)]
+    Timer(#[from] TimerError),
     #[error("{0}")]
     InvalidParameter(String),
     /// A request the Java broker refuses with SYSTEM_ERROR and an explanation (a queue id out
@@ -56,6 +59,10 @@ pub enum BrokerError {
     QueryNotFound(String),
     #[error("the consumer group[{0}] not online")]
     ConsumerNotOnline(String),
+    /// A request refused for its timing or state, as Apache answers ILLEGAL_OPERATION (a
+    /// transaction decided after its CHECK_IMMUNITY_TIME_IN_SECONDS: left to the check-back).
+    #[error("{0}")]
+    IllegalOperation(String),
     /// A bounded queue or table is full: the client should back off and retry.
     #[error("[TOO_MANY_REQUESTS] broker busy: {0}")]
     Busy(&'static str),
@@ -71,9 +78,10 @@ impl BrokerError {
         use BrokerError::*;
         match self {
             Header(_) | Body(_) | Illegal(_) | Persist(_) | Internal(_) => response::SYSTEM_ERROR,
-            Message(MessageError::BodyTooLarge { .. }) | MessageIllegal(_) => {
-                response::MESSAGE_ILLEGAL
-            }
+            Timer(TimerError::NotEnabled) => response::SYSTEM_ERROR,
+            Message(MessageError::BodyTooLarge { .. })
+            | MessageIllegal(_)
+            | Timer(TimerError::Illegal { .. }) => response::MESSAGE_ILLEGAL,
             Message(_) => response::MESSAGE_ILLEGAL,
             Store(StoreError::LimitReached(_)) | Busy(_) => response::SYSTEM_BUSY,
             Store(StoreError::Record(_)) | Store(StoreError::RecordTooLarge { .. }) => {
@@ -94,6 +102,7 @@ impl BrokerError {
             SubscriptionParseFailed(_) => response::SUBSCRIPTION_PARSE_FAILED,
             QueryNotFound(_) => response::QUERY_NOT_FOUND,
             ConsumerNotOnline(_) => response::CONSUMER_NOT_ONLINE,
+            IllegalOperation(_) => response::ILLEGAL_OPERATION,
         }
     }
 

@@ -3,7 +3,7 @@
 //! shard 0's control pump.
 
 use super::control::ops::ControlOp;
-use super::processor::{append, offsets, pull, query, runtime_info, stats};
+use super::processor::{append, offsets, pull, query, runtime_info, stats, transaction};
 use super::shard::Shard;
 use super::work::Work;
 use glommio::channels::local_channel::LocalSender;
@@ -48,6 +48,12 @@ pub async fn serve(shard: Rc<Shard>, work: Work, control: Option<Rc<LocalSender<
         }
         Work::NotifyIdsChanged { connection, group } => {
             shard.notify_ids_changed(connection, &group)
+        }
+        Work::EndTransaction { header, reply } => {
+            reply.send(transaction::end(&shard, *header).await)
+        }
+        Work::CheckTransaction { connection, check } => {
+            shard.check_transaction_state(connection, &check)
         }
         Work::Control(op) => {
             let control = control.expect("control work is routed to shard 0 only");

@@ -21,6 +21,7 @@ pub mod processor;
 pub mod registration;
 pub mod runtime;
 pub mod shard;
+pub mod transaction;
 pub mod work;
 
 /// Wall-clock milliseconds, as stored in records and compared with heartbeat and lock times.

@@ -10,6 +10,7 @@ use super::control::subscription_groups::SubscriptionGroupTable;
 use super::control::topics::TopicTable;
 use super::registration::NamesrvLinks;
 use super::shard::{Shard, Store};
+use super::transaction::check_service;
 use super::work::Work;
 use super::{control_pump, inbox};
 use crate::server;
@@ -17,7 +18,7 @@ use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 use ringmq_bus::{Bell, Endpoint};
 use ringmq_shards::real_io::Durability;
-use ringmq_shards::{FlushMode, RealClock, RealDisk, ShardConfig};
+use ringmq_shards::{FlushMode, RealClock, RealDisk, Scheduled, ShardConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -216,6 +217,7 @@ async fn start_shard(
         .endpoint
         .start(move |_from, work| inbox::serve(serving.clone(), work, control.clone()));
     shard.set_bus(bus);
+    recover_transactions(&shard);
 
     spawn_background(&shard);
     let bound = listen(&shard, config.listen).map_err(fail)?;
@@ -234,6 +236,7 @@ async fn open_store(id: usize, config: &BrokerConfig) -> ringmq_shards::error::R
     shard_config.log.segment_bytes = config.commit_log_segment_bytes;
     shard_config.delay_levels = config.message_delay_level.clone();
     shard_config.retention = config.retention.store_config();
+    shard_config.timers = config.timers.clone();
     // SYNC_FLUSH acknowledges after the write is durable: O_DSYNC writes measured fastest
     // for that (docs/STORAGE.md); ASYNC_FLUSH keeps write + fdatasync behind the acks.
     let durability = match config.flush_mode {
@@ -241,6 +244,21 @@ async fn open_store(id: usize, config: &BrokerConfig) -> ringmq_shards::error::R
         FlushMode::AsyncFlush => Durability::Fdatasync,
     };
     Store::open(shard_config, RealDisk { durability }, RealClock).await
+}
+
+/// Rebuilds the shard's book of undecided transactions from its half and op queues (which
+/// the store recovered from the log) before any request is served.
+fn recover_transactions(shard: &Shard) {
+    let folded = shard.follow_transactions();
+    let undecided = shard.with_transactions(|book| book.len());
+    if folded > 0 {
+        tracing::info!(
+            shard = shard.id(),
+            folded,
+            undecided,
+            "transactions recovered from the half and op queues"
+        );
+    }
 }
 
 fn spawn_background(shard: &Rc<Shard>) {
@@ -252,11 +270,16 @@ fn spawn_background(shard: &Rc<Shard>) {
     // (docs/STORAGE.md "Retention").
     let s = shard.clone();
     glommio::spawn_local(async move { s.store().run_retention().await }).detach();
-    // Each shard delivers the scheduled messages it stores, one task per delay level.
-    for level in 1..=shard.store().config().delay_levels.count() {
+    // Each shard checks back the undecided transactions it holds.
+    shard.add_delivery(glommio::spawn_local(check_service::run(shard.clone())));
+    // Each shard delivers the scheduled messages it stores, one task per delay level and
+    // timer stage.
+    let levels = (1..=shard.store().config().delay_levels.count()).map(Scheduled::Level);
+    let stages = (0..shard.store().timer_stages()).map(Scheduled::TimerStage);
+    for scheduled in levels.chain(stages) {
         let s = shard.clone();
         shard.add_delivery(glommio::spawn_local(async move {
-            s.store().run_delay_level(level).await
+            s.store().run_scheduled(scheduled).await
         }));
     }
 }

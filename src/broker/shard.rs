@@ -8,7 +8,8 @@ use super::control::snapshot::ControlSnapshot;
 use super::control::topics::dlq_topic;
 use super::error::{BrokerError, BrokerResult};
 use super::placement::owner_of;
-use super::work::Work;
+use super::transaction::book::{EntrySource, FollowedQueue, TransactionBook};
+use super::work::{CheckRequest, Work};
 use crate::protocol::body::heartbeat::SubscriptionData;
 use crate::protocol::body::subscription_group::SubscriptionGroupConfig;
 use crate::protocol::body::TopicConfig;
@@ -19,7 +20,8 @@ use crate::protocol::message::{MessageLimits, UniqKeyGenerator};
 use crate::server::connection::Connection;
 use crate::server::ConnectionId;
 use ringmq_bus::{Bus, ReplyTo};
-use ringmq_shards::{RealClock, RealDisk};
+use ringmq_shards::transaction::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
+use ringmq_shards::{QueueEntry, RealClock, RealDisk};
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -49,6 +51,8 @@ pub struct Shard {
     /// The connections accepted by this shard, for requests the broker sends to clients.
     connections: RefCell<HashMap<ConnectionId, Weak<Connection>>>,
     uniq_keys: RefCell<UniqKeyGenerator>,
+    /// This shard's undecided transactions, followed from its half and op queues.
+    transactions: RefCell<TransactionBook>,
     queue_cursor: Cell<u32>,
     counters: Cell<Counters>,
     boot_timestamp_ms: i64,
@@ -56,8 +60,9 @@ pub struct Shard {
     stopping: Cell<bool>,
     /// The accept loops; dropping them closes the listening sockets.
     listeners: RefCell<Vec<glommio::Task<()>>>,
-    /// The delay-level delivery tasks, cancelled when the stop begins (before the final flush
-    /// and persist), so no delivery is stored after its progress was last persisted.
+    /// The delay-level delivery tasks and the transaction check-back, cancelled when the stop
+    /// begins (before the final flush and persist), so no delivery is stored after its
+    /// progress was last persisted and no check is stored after the final flush.
     deliveries: RefCell<Vec<glommio::Task<()>>>,
 }
 
@@ -83,6 +88,7 @@ impl Shard {
             snapshot: RefCell::new(snapshot),
             connections: RefCell::new(HashMap::new()),
             uniq_keys: RefCell::new(uniq_keys),
+            transactions: RefCell::new(TransactionBook::default()),
             queue_cursor: Cell::new(id as u32),
             counters: Cell::new(Counters::default()),
             stopping: Cell::new(false),
@@ -248,6 +254,21 @@ impl Shard {
         Text::display(self.uniq_keys.borrow_mut().next(super::now_ms()))
     }
 
+    /// Runs `f` on this shard's transaction book (no borrow outlives the call, so none is
+    /// held across an await).
+    pub fn with_transactions<T>(&self, f: impl FnOnce(&mut TransactionBook) -> T) -> T {
+        f(&mut self.transactions.borrow_mut())
+    }
+
+    /// Folds the half and op records appended since the last call into the transaction book
+    /// (at start: all of them, which is the recovery). A transaction first seen now is first
+    /// looked at by the check-back after `transactionTimeOut`. Returns the entries folded in.
+    pub fn follow_transactions(&self) -> usize {
+        let first_due_ms = super::now_ms() + self.config.transaction.timeout_ms();
+        let source = StoreEntries(&self.store);
+        self.transactions.borrow_mut().follow(&source, first_due_ms)
+    }
+
     pub fn counters(&self) -> Counters {
         self.counters.get()
     }
@@ -279,22 +300,37 @@ impl Shard {
 
     /// NOTIFY_CONSUMER_IDS_CHANGED (oneway) to one of this shard's connections, if still open.
     pub fn notify_ids_changed(&self, connection: ConnectionId, group: &str) {
+        let header = ConsumerGroupRequestHeader {
+            consumer_group: group.to_owned(),
+        };
+        let request =
+            RemotingCommand::request(code::NOTIFY_CONSUMER_IDS_CHANGED).with_header(&header);
+        self.oneway_to(connection, request, "consumer-ids notification");
+    }
+
+    /// CHECK_TRANSACTION_STATE (oneway, the half message as body) to one of this shard's
+    /// connections, if still open.
+    pub fn check_transaction_state(&self, connection: ConnectionId, check: &CheckRequest) {
+        let request = RemotingCommand::request(code::CHECK_TRANSACTION_STATE)
+            .with_header(&check.header)
+            .with_body(check.body.clone());
+        self.oneway_to(connection, request, "transaction check");
+    }
+
+    /// Sends `request` (oneway) to the client on one of this shard's connections; a connection
+    /// closed meanwhile gets nothing (its client is gone).
+    fn oneway_to(&self, connection: ConnectionId, request: RemotingCommand, what: &str) {
         let open = self
             .connections
             .borrow()
             .get(&connection)
             .and_then(Weak::upgrade);
         let Some(open) = open else {
+            tracing::debug!(what, "connection closed: not sent");
             return;
         };
-        let header = ConsumerGroupRequestHeader {
-            consumer_group: group.to_owned(),
-        };
-        let request = RemotingCommand::request(code::NOTIFY_CONSUMER_IDS_CHANGED)
-            .with_header(&header)
-            .oneway();
         if let Err(err) = open.oneway(request) {
-            tracing::debug!(%err, "could not notify a client");
+            tracing::debug!(%err, what, "could not send to a client");
         }
     }
 
@@ -303,7 +339,8 @@ impl Shard {
         self.listeners.borrow_mut().push(accept_loop);
     }
 
-    /// Keeps a delay level's delivery task running until the stop.
+    /// Keeps a delay level's delivery task (or the transaction check-back) running until the
+    /// stop.
     pub fn add_delivery(&self, delivery: glommio::Task<()>) {
         self.deliveries.borrow_mut().push(delivery);
     }
@@ -319,5 +356,18 @@ impl Shard {
 
     pub fn is_stopping(&self) -> bool {
         self.stopping.get()
+    }
+}
+
+/// The store's two transaction queues, as the book reads them.
+struct StoreEntries<'a>(&'a Store);
+
+impl EntrySource for StoreEntries<'_> {
+    fn entries(&self, queue: FollowedQueue, from: i64, max: usize) -> Vec<QueueEntry> {
+        let topic = match queue {
+            FollowedQueue::Half => TRANS_HALF_TOPIC,
+            FollowedQueue::Op => TRANS_OP_HALF_TOPIC,
+        };
+        self.0.queue_entries(topic, 0, from, max)
     }
 }

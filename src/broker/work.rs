@@ -11,9 +11,9 @@ use super::control::snapshot::ControlSnapshot;
 use super::error::BrokerResult;
 use crate::protocol::body::stats::{ConsumeStats, TopicStatsTable};
 use crate::protocol::header::{
-    GetConsumeStatsRequestHeader, GetMaxOffsetRequestHeader, PullMessageRequestHeader,
-    QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
-    UpdateConsumerOffsetRequestHeader,
+    CheckTransactionStateRequestHeader, EndTransactionRequestHeader, GetConsumeStatsRequestHeader,
+    GetMaxOffsetRequestHeader, PullMessageRequestHeader, QueryConsumerOffsetRequestHeader,
+    QueueRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::message::record::Message;
 use crate::server::ConnectionId;
@@ -97,8 +97,28 @@ pub enum Work {
         connection: ConnectionId,
         group: String,
     },
+    /// END_TRANSACTION for a half message the receiving shard stored (the shard named in the
+    /// header's commitLogOffset).
+    EndTransaction {
+        header: Box<EndTransactionRequestHeader>,
+        reply: ReplyTo<BrokerResult<()>>,
+    },
+    /// CHECK_TRANSACTION_STATE to a producer on one of the receiving shard's connections,
+    /// decided by the shard holding the half message (no answer: the producer's
+    /// END_TRANSACTION is the answer).
+    CheckTransaction {
+        connection: ConnectionId,
+        check: Box<CheckRequest>,
+    },
     /// For shard 0's control plane.
     Control(Box<ControlOp>),
+}
+
+/// A CHECK_TRANSACTION_STATE request to write to a producer.
+pub struct CheckRequest {
+    pub header: CheckTransactionStateRequestHeader,
+    /// The half message's newest copy as stored, in its real topic and queue.
+    pub body: Bytes,
 }
 
 /// The bus holds `shards² × INBOX_DEPTH` work items in place (8 shards: 64 Ki of them), so
@@ -112,6 +132,8 @@ pub struct Append {
     /// Whether a message's DELAY property is honoured (single sends and send-back copies).
     /// Apache stores a batch's entries as they came: a delayed batch is refused before.
     pub delayable: bool,
+    /// A single prepared send: stored as a half record until its producer decides.
+    pub half: bool,
 }
 
 /// What a pull found, before it becomes a response (PullMessageResponseHeader and body).

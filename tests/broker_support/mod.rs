@@ -4,6 +4,7 @@
 //! ports and data. Killed on drop, even when the test fails.
 #![allow(dead_code)] // each test binary uses its own subset of these helpers
 
+pub mod inbox;
 pub mod requests;
 
 #[path = "../process_support/mod.rs"]

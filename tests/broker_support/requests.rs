@@ -4,9 +4,11 @@
 use bytes::Bytes;
 use ringmq::client::RemotingClient;
 use ringmq::protocol::codes::request as code;
+use ringmq::protocol::codes::response;
 use ringmq::protocol::command::RemotingCommand;
 use ringmq::protocol::header::*;
-use ringmq::protocol::message::record::format_properties;
+use ringmq::protocol::message::record::{format_properties, RecordView};
+use ringmq::protocol::message::{split_records, OffsetMsgId};
 use std::time::Duration;
 
 /// Per-request timeout; generous because the machine is shared.
@@ -15,6 +17,28 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// Sends `request` and returns the response, failing the test on a transport error.
 pub async fn call(client: &RemotingClient, request: RemotingCommand) -> RemotingCommand {
     client.request(request, TIMEOUT).await.expect("response")
+}
+
+/// The records of a pull or view response's body.
+pub fn records(response: &RemotingCommand) -> Vec<RecordView> {
+    split_records(response.body.clone())
+        .map(|r| r.expect("valid record"))
+        .collect()
+}
+
+/// The record a send answered with, by its msgId (VIEW_MESSAGE_BY_ID).
+pub async fn view_record(client: &RemotingClient, msg_id: &str) -> RecordView {
+    let offset = OffsetMsgId::parse(msg_id)
+        .expect("an offsetMsgId")
+        .commit_log_offset;
+    let request =
+        RemotingCommand::request(code::VIEW_MESSAGE_BY_ID).with_header(&ViewMessageRequestHeader {
+            topic: None,
+            offset,
+        });
+    let got = call(client, request).await;
+    assert_eq!(got.code, response::SUCCESS, "{:?}", got.remark);
+    records(&got).remove(0)
 }
 
 /// UPDATE_AND_CREATE_TOPIC as mqadmin sends it (read-write, single tag).

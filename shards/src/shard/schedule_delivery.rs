@@ -1,5 +1,8 @@
 //! Delivery of scheduled messages: each shard delivers the schedule records it stores (they
 //! were stored on the shard owning their real queue, so delivery re-stores locally, no hop).
+//! The same delivery moves 5.x timer records through their stages (`crate::timer`): a stage,
+//! like a level, is a queue whose records fall due in store order, and a due timer record is
+//! stored again, in its next stage or, when its time has come, in its real queue.
 //!
 //! Here, generic over the disk and the clock, rather than in the broker: the simulation tests
 //! drive the very delivery code with `SimClock` and `SimDisk` (crash, reopen), and the
@@ -30,13 +33,17 @@ use crate::error::{Result, StoreError};
 use crate::io::{Clock, Disk};
 use crate::meta_file::{read_meta, write_meta, MetaReader, MetaWriter};
 use crate::record::{encoded_len, Message, RecordView};
-use crate::schedule::{restore, DelayLevels, DELAY_LEVELS_MAX, SCHEDULE_TOPIC};
+use crate::schedule::{restore, DELAY_LEVELS_MAX, SCHEDULE_TOPIC};
+use crate::timer::{TIMER_STAGES_MAX, TIMER_TOPIC};
 use bytes::Bytes;
+use std::cell::RefCell;
 use std::path::Path;
 use std::time::Duration;
 
-/// The shard's file of delivery progress.
+/// The shard's file of the delay levels' delivery progress.
 const PROGRESS_FILE: &str = "schedule_progress";
+/// The shard's file of the timer stages' delivery progress.
+const TIMER_PROGRESS_FILE: &str = "timer_progress";
 /// Most records one turn of a level delivers: one batch append, small enough that a level
 /// with a backlog yields to the shard's other work often.
 pub const DELIVERY_BATCH_MAX: usize = 64;
@@ -57,10 +64,47 @@ pub enum DeliveryTurn {
     Drained(i64),
 }
 
-/// Per level, the next offset of its schedule queue to deliver. Owned by the shard.
+/// A queue whose records fall due in store order, which one task per shard delivers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduled {
+    /// A delay level (1-based): `SCHEDULE_TOPIC_XXXX` queue `level - 1`.
+    Level(usize),
+    /// A timer stage: `rmq_sys_wheel_timer` queue `stage`.
+    TimerStage(usize),
+}
+
+impl Scheduled {
+    fn queue(self) -> (&'static str, i32) {
+        match self {
+            Scheduled::Level(level) => (SCHEDULE_TOPIC, level as i32 - 1),
+            Scheduled::TimerStage(stage) => (TIMER_TOPIC, stage as i32),
+        }
+    }
+}
+
+/// The files of delivery progress: one per kind of scheduled queue.
+pub(super) struct ProgressFile {
+    name: &'static str,
+    topic: &'static str,
+    /// Most queues the file may count (more is a corrupt file).
+    queues_max: usize,
+}
+
+pub(super) const LEVELS_PROGRESS: ProgressFile = ProgressFile {
+    name: PROGRESS_FILE,
+    topic: SCHEDULE_TOPIC,
+    queues_max: DELAY_LEVELS_MAX,
+};
+pub(super) const TIMER_PROGRESS: ProgressFile = ProgressFile {
+    name: TIMER_PROGRESS_FILE,
+    topic: TIMER_TOPIC,
+    queues_max: TIMER_STAGES_MAX,
+};
+
+/// Per scheduled queue, the next offset to deliver. Owned by the shard.
 #[derive(Default)]
 pub(super) struct ScheduleProgress {
-    /// Index `level - 1`.
+    /// Index the queue id (a level's is `level - 1`).
     next: Vec<i64>,
     /// Sequence number of the last persisted copy.
     seq: u64,
@@ -77,19 +121,20 @@ impl ScheduleProgress {
     pub(super) async fn load<D: Disk, F>(
         disk: &D,
         dir: &Path,
-        levels: &DelayLevels,
+        file: &ProgressFile,
+        count: usize,
         queues: &QueueMap<F>,
     ) -> Result<Self> {
-        let (seq, mut next) = match read_meta(disk, &dir.join(PROGRESS_FILE)).await? {
-            Some((seq, payload)) => (seq, Self::decode(&payload)?),
+        let (seq, mut next) = match read_meta(disk, &dir.join(file.name)).await? {
+            Some((seq, payload)) => (seq, Self::decode(&payload, file)?),
             None => (0, Vec::new()),
         };
-        if next.len() < levels.count() {
-            next.resize(levels.count(), 0);
+        if next.len() < count {
+            next.resize(count.min(file.queues_max), 0);
         }
         for (queue_id, offset) in next.iter_mut().enumerate() {
             let end = queues
-                .get(SCHEDULE_TOPIC, queue_id as i32)
+                .get(file.topic, queue_id as i32)
                 .map_or(0, |q| q.end() as i64);
             *offset = (*offset).clamp(0, end);
         }
@@ -100,13 +145,13 @@ impl ScheduleProgress {
         })
     }
 
-    fn decode(payload: &[u8]) -> Result<Vec<i64>> {
-        let mut r = MetaReader::new(payload, PROGRESS_FILE);
+    fn decode(payload: &[u8], file: &ProgressFile) -> Result<Vec<i64>> {
+        let mut r = MetaReader::new(payload, file.name);
         let count = r.u32()? as usize;
-        if count > DELAY_LEVELS_MAX {
+        if count > file.queues_max {
             return Err(StoreError::Corrupt {
-                file: PROGRESS_FILE.into(),
-                reason: format!("{count} levels"),
+                file: file.name.into(),
+                reason: format!("{count} queues"),
             });
         }
         let next = (0..count)
@@ -148,21 +193,39 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             .unwrap_or(0)
     }
 
-    /// One turn of `level` (1-based): delivers the due records at the head of its queue, at
-    /// most [`DELIVERY_BATCH_MAX`], or says when the head is due. Only one caller per level
-    /// at a time ([`Shard::run_delay_level`]).
-    pub async fn deliver_due(&self, level: usize) -> Result<DeliveryTurn> {
-        let delay_ms = self
-            .config
-            .delay_levels
-            .delay_ms(level)
-            .ok_or_else(|| StoreError::Config(format!("no delay level {level}")))?;
-        let queue_id = level as i32 - 1;
+    /// How many timer stages this shard delivers (a task each, [`Shard::run_scheduled`]).
+    pub fn timer_stages(&self) -> usize {
+        self.timer.borrow().next.len()
+    }
+
+    /// The next offset of timer stage `stage` to deliver.
+    pub fn timer_offset(&self, stage: usize) -> i64 {
+        self.timer.borrow().next.get(stage).copied().unwrap_or(0)
+    }
+
+    /// The progress of `scheduled` and its index there.
+    fn progress_of(&self, scheduled: Scheduled) -> (&RefCell<ScheduleProgress>, usize) {
+        match scheduled {
+            Scheduled::Level(level) => (&self.schedule, level - 1),
+            Scheduled::TimerStage(stage) => (&self.timer, stage),
+        }
+    }
+
+    /// One turn of `scheduled` (a level, 1-based, or a timer stage): delivers the due records
+    /// at the head of its queue, at most [`DELIVERY_BATCH_MAX`], or says when the head is due.
+    /// Only one caller per queue at a time ([`Shard::run_scheduled`]).
+    pub async fn deliver_due(&self, scheduled: Scheduled) -> Result<DeliveryTurn> {
+        let delay_ms = match scheduled {
+            Scheduled::Level(level) => self.config.delay_levels.delay_ms(level),
+            Scheduled::TimerStage(stage) => self.config.timers.stage_delay_ms(stage),
+        }
+        .ok_or_else(|| StoreError::Config(format!("no {scheduled:?}")))?;
+        let (topic, queue_id) = scheduled.queue();
+        let (progress_cell, index) = self.progress_of(scheduled);
         // What retention removed before it was delivered is skipped (and was reported then).
-        let offset = self
-            .schedule_offset(level)
-            .max(self.min_offset(SCHEDULE_TOPIC, queue_id));
-        let end = self.max_offset(SCHEDULE_TOPIC, queue_id);
+        let offset = progress_cell.borrow().next.get(index).copied().unwrap_or(0);
+        let offset = offset.max(self.min_offset(topic, queue_id));
+        let end = self.max_offset(topic, queue_id);
         if offset >= end {
             return Ok(DeliveryTurn::Drained(offset));
         }
@@ -171,7 +234,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let (head, due): (CqEntry, Vec<CqEntry>) = {
             let queues = self.queues.borrow();
             let entries: Vec<CqEntry> = queues
-                .get(SCHEDULE_TOPIC, queue_id)
+                .get(topic, queue_id)
                 .expect("a queue with entries exists")
                 .range(offset as u64, end as u64)
                 .take(DELIVERY_BATCH_MAX)
@@ -199,7 +262,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let records = self.log.read_records(&chosen).await?;
         let (mut messages, mut bytes, mut taken) = (Vec::new(), 0, 0);
         for (i, record) in records.into_iter().enumerate() {
-            match self.delivery_of(record) {
+            match self.delivery_of(scheduled, record, now) {
                 Ok((message, len)) => {
                     if !messages.is_empty() && bytes + len > budget {
                         break;
@@ -209,7 +272,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 }
                 Err(reason) => tracing::warn!(
                     shard = self.config.shard_id,
-                    level,
+                    ?scheduled,
                     offset = offset + i as i64,
                     %reason,
                     "scheduled message skipped: it cannot be delivered"
@@ -220,18 +283,33 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         if !messages.is_empty() {
             self.append_batch(&messages).await?;
         }
-        let mut progress = self.schedule.borrow_mut();
-        progress.next[level - 1] = offset + taken as i64;
+        let mut progress = progress_cell.borrow_mut();
+        if progress.next.len() <= index {
+            progress.next.resize(index + 1, 0);
+        }
+        progress.next[index] = offset + taken as i64;
         progress.changes += 1;
         Ok(DeliveryTurn::Delivered(taken))
     }
 
-    /// The message a schedule record delivers and its size in the log, or why it cannot be
-    /// delivered (kept from blocking its level forever: Apache retries such a record
-    /// endlessly).
-    fn delivery_of(&self, record: Bytes) -> std::result::Result<(Message, usize), String> {
+    /// The message a due record delivers (a schedule record's restored message, a timer
+    /// record's next hop) and its size in the log, or why it cannot be delivered (kept from
+    /// blocking its queue forever: Apache retries such a record endlessly).
+    fn delivery_of(
+        &self,
+        scheduled: Scheduled,
+        record: Bytes,
+        now_ms: i64,
+    ) -> std::result::Result<(Message, usize), String> {
         let view = RecordView::parse(record).map_err(|e| e.to_string())?;
-        let message = restore(&view).map_err(|e| e.to_string())?;
+        let message = match scheduled {
+            Scheduled::Level(_) => restore(&view).map_err(|e| e.to_string())?,
+            Scheduled::TimerStage(_) => self
+                .config
+                .timers
+                .next_hop(&view, now_ms)
+                .map_err(|e| e.to_string())?,
+        };
         let len = encoded_len(&message, &self.config.store_host).map_err(|e| e.to_string())?;
         let len = len + TRAILER_BYTES;
         if len > self.config.entry_bytes_max() {
@@ -240,12 +318,13 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         Ok((message, len))
     }
 
-    /// Delivers `level`'s records as they fall due, forever: sleeps until the head is due,
-    /// waits on the queue's append event when it is drained. Spawn one per level.
-    pub async fn run_delay_level(&self, level: usize) {
-        let queue_id = level as i32 - 1;
+    /// Delivers `scheduled`'s records as they fall due, forever: sleeps until the head is
+    /// due, waits on the queue's append event when it is drained. Spawn one per level and
+    /// timer stage.
+    pub async fn run_scheduled(&self, scheduled: Scheduled) {
+        let (topic, queue_id) = scheduled.queue();
         loop {
-            let waited = match self.deliver_due(level).await {
+            let waited = match self.deliver_due(scheduled).await {
                 Ok(DeliveryTurn::Delivered(_)) => {
                     futures_lite::future::yield_now().await;
                     Ok(())
@@ -256,33 +335,38 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     Ok(())
                 }
                 Ok(DeliveryTurn::Drained(next)) => {
-                    self.wait_for_offset(SCHEDULE_TOPIC, queue_id, next).await
+                    self.wait_for_offset(topic, queue_id, next).await
                 }
                 Err(err) => Err(err),
             };
             if let Err(err) = waited {
-                tracing::warn!(shard = self.config.shard_id, level, %err, "delay level delivery failed; retrying");
+                tracing::warn!(shard = self.config.shard_id, ?scheduled, %err, "scheduled delivery failed; retrying");
                 self.clock.sleep(DELIVERY_RETRY_INTERVAL).await;
             }
         }
     }
 
-    /// Persists the delivery progress if it moved, after making durable every delivery it
-    /// counts (all were appended before this flush).
+    /// Persists the delivery progress of the levels and the timer stages if it moved, after
+    /// making durable every delivery it counts (all were appended before this flush).
     pub(super) async fn persist_schedule_progress(&self) -> Result<()> {
-        let pending = {
-            let progress = self.schedule.borrow();
-            (progress.changes != progress.changes_persisted)
-                .then(|| (progress.seq + 1, progress.changes, progress.encode()))
-        };
-        let Some((seq, changes, payload)) = pending else {
-            return Ok(());
-        };
-        self.flush().await?;
-        write_meta(&self.disk, &self.path(PROGRESS_FILE), seq, &payload).await?;
-        let mut progress = self.schedule.borrow_mut();
-        progress.seq = seq;
-        progress.changes_persisted = changes;
+        for (cell, file) in [
+            (&self.schedule, &LEVELS_PROGRESS),
+            (&self.timer, &TIMER_PROGRESS),
+        ] {
+            let pending = {
+                let progress = cell.borrow();
+                (progress.changes != progress.changes_persisted)
+                    .then(|| (progress.seq + 1, progress.changes, progress.encode()))
+            };
+            let Some((seq, changes, payload)) = pending else {
+                continue;
+            };
+            self.flush().await?;
+            write_meta(&self.disk, &self.path(file.name), seq, &payload).await?;
+            let mut progress = cell.borrow_mut();
+            progress.seq = seq;
+            progress.changes_persisted = changes;
+        }
         Ok(())
     }
 }

@@ -40,6 +40,13 @@ impl ClientOrigin {
     }
 }
 
+/// Where a producer is reached: the shard holding its connection, and the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerChannel {
+    pub shard: usize,
+    pub connection: ConnectionId,
+}
+
 /// One control-plane operation, applied by shard 0 in arrival order.
 pub enum ControlOp {
     /// A send to a topic this broker does not have: create it from its template (TBW102)
@@ -67,8 +74,19 @@ pub enum ControlOp {
     },
     UnregisterClient {
         consumer_group: Option<String>,
+        producer_group: Option<String>,
         client_id: String,
         reply: ReplyTo<BrokerResult<()>>,
+    },
+    /// A live producer of `group` to send CHECK_TRANSACTION_STATE to (round-robin over the
+    /// group's members, as Apache's `getAvailableChannel`); `None` when none is online.
+    ProducerChannel {
+        group: String,
+        reply: ReplyTo<BrokerResult<Option<ProducerChannel>>>,
+    },
+    /// `TRANS_CHECK_MAX_TIME_TOPIC`, created if it does not exist yet.
+    CreateCheckMaxTimeTopic {
+        reply: ReplyTo<BrokerResult<TopicConfig>>,
     },
     /// GET_CONSUMER_LIST_BY_GROUP.
     ConsumerIds {

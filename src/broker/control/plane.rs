@@ -8,7 +8,7 @@
 //! shards itself; its owner carries the effects out, then answers.
 
 use super::consumers::{ConsumerGroups, Registered};
-use super::ops::ClientOrigin;
+use super::ops::{ClientOrigin, ProducerChannel};
 use super::queue_locks::QueueLocks;
 use super::snapshot::ControlSnapshot;
 use super::subscription_groups::{GroupError, SubscriptionGroupTable};
@@ -69,6 +69,15 @@ pub struct ControlPlane {
     locks: QueueLocks,
     /// The version of the last snapshot made.
     version: u64,
+    /// Turns through a producer group's members for transaction checks.
+    producer_turn: usize,
+}
+
+/// The groups an UNREGISTER_CLIENT names.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientGroups<'a> {
+    pub consumer: Option<&'a str>,
+    pub producer: Option<&'a str>,
 }
 
 impl ControlPlane {
@@ -80,6 +89,7 @@ impl ControlPlane {
             consumers: ConsumerGroups::new(),
             locks: QueueLocks::new(),
             version: 1,
+            producer_turn: 0,
         }
     }
 
@@ -148,8 +158,9 @@ impl ControlPlane {
         }
     }
 
-    /// HEART_BEAT: registers each consumer group of the client (creating the group and its
-    /// retry topic on first sight, as Apache does). Producer groups are not recorded yet.
+    /// HEART_BEAT: registers each producer group of the client (where its transaction checks
+    /// go) and each consumer group (creating the group and its retry topic on first sight, as
+    /// Apache does).
     pub async fn heartbeat(
         &mut self,
         client: ClientOrigin,
@@ -157,6 +168,19 @@ impl ControlPlane {
         now_ms: i64,
     ) -> Outcome<BrokerResult<()>> {
         let mut changed = Changed::default();
+        for producer in data
+            .producer_data_set
+            .iter()
+            .filter(|p| !p.group_name.is_empty())
+        {
+            let channel = client.channel(&data.client_id, now_ms);
+            if let Err(err) = self
+                .consumers
+                .register_producer(&producer.group_name, channel)
+            {
+                return self.outcome(Err(err.into()), changed);
+            }
+        }
         for consumer in &data.consumer_data_set {
             let channel = client.channel(&data.client_id, now_ms);
             if let Err(err) = self
@@ -214,18 +238,51 @@ impl ControlPlane {
         Ok(())
     }
 
-    /// UNREGISTER_CLIENT: the client leaves its consumer group.
+    /// UNREGISTER_CLIENT: the client leaves its producer and consumer groups.
     pub fn unregister_client(
         &mut self,
-        consumer_group: Option<&str>,
+        groups: ClientGroups<'_>,
         client_id: &str,
     ) -> Outcome<BrokerResult<()>> {
-        let left = consumer_group.filter(|group| self.consumers.unregister(group, client_id));
+        if let Some(group) = groups.producer {
+            self.consumers.unregister_producer(group, client_id);
+        }
+        let left = groups
+            .consumer
+            .filter(|group| self.consumers.unregister(group, client_id));
         let changed = Changed {
             ids: left.into_iter().map(str::to_owned).collect(),
             ..Changed::default()
         };
         self.outcome(Ok(()), changed)
+    }
+
+    /// A live producer of `group` for a transaction check: the group's members in turn, as
+    /// Apache's `getAvailableChannel` takes them.
+    pub fn producer_channel(&mut self, group: &str) -> Option<ProducerChannel> {
+        let members = self.consumers.producer_channels(group).count();
+        if members == 0 {
+            return None;
+        }
+        self.producer_turn = self.producer_turn.wrapping_add(1);
+        self.consumers
+            .producer_channels(group)
+            .nth(self.producer_turn % members)
+            .map(|c| ProducerChannel {
+                shard: c.shard,
+                connection: c.connection,
+            })
+    }
+
+    /// `TRANS_CHECK_MAX_TIME_TOPIC`, created on the first discard of a half message.
+    pub async fn create_check_max_time_topic(
+        &mut self,
+        now_ms: i64,
+    ) -> Outcome<BrokerResult<TopicConfig>> {
+        match self.topics.create_check_max_time_topic(now_ms).await {
+            Ok(ensured) => self.outcome(Ok(ensured.config), Changed::topics(ensured.created)),
+            Err(err) => self.unchanged(Err(err.into())),
+        }
     }
 
     /// GET_CONSUMER_LIST_BY_GROUP: the group's client ids.

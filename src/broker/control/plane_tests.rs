@@ -5,7 +5,7 @@ use crate::broker::config::BrokerConfig;
 use crate::client::block_on;
 use crate::persist::test_dir;
 use crate::protocol::body::heartbeat::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, SubscriptionData,
+    ConsumeFromWhere, ConsumeType, ConsumerData, ProducerData, SubscriptionData,
 };
 use crate::protocol::command::LanguageCode;
 
@@ -143,7 +143,11 @@ fn consumer_lists_answer_from_the_tables_and_follow_unregister() {
             plane.consumer_connection("G").unwrap().connection_set.len(),
             1
         );
-        let unregistered = plane.unregister_client(Some("G"), "c1");
+        let groups = ClientGroups {
+            consumer: Some("G"),
+            producer: None,
+        };
+        let unregistered = plane.unregister_client(groups, "c1");
         assert!(unregistered.answer.is_ok());
         assert!(plane.consumer_ids("G").is_err());
     })
@@ -172,6 +176,56 @@ fn deleting_a_topic_unregisters_it_and_has_every_shard_drop_its_data() {
         // A system topic is refused, and nothing is dropped.
         let system = plane.delete_topic("SCHEDULE_TOPIC_XXXX", T0 + 3).await;
         assert!(system.answer.is_err() && system.effects.drop_topic.is_none());
+    })
+    .unwrap();
+}
+
+fn producer_heartbeat(client_id: &str, group: &str) -> HeartbeatData {
+    HeartbeatData {
+        client_id: client_id.to_owned(),
+        producer_data_set: vec![
+            ProducerData {
+                group_name: group.to_owned(),
+            },
+            ProducerData {
+                group_name: "CLIENT_INNER_PRODUCER".to_owned(),
+            },
+        ],
+        ..HeartbeatData::default()
+    }
+}
+
+#[test]
+fn producer_heartbeats_give_transaction_checks_a_live_member_in_turn() {
+    block_on(async {
+        let mut plane = plane("plane-producers");
+        assert_eq!(plane.producer_channel("P"), None);
+        let first = plane
+            .heartbeat(client(1, 7), producer_heartbeat("p1", "P"), T0)
+            .await;
+        assert!(first.answer.is_ok());
+        assert!(
+            first.effects.publish.is_none(),
+            "producers are not in the shards' snapshot"
+        );
+        plane
+            .heartbeat(client(0, 8), producer_heartbeat("p2", "P"), T0)
+            .await;
+        let turns: Vec<_> = (0..4)
+            .map(|_| plane.producer_channel("P").unwrap().connection)
+            .collect();
+        assert_eq!(turns.iter().filter(|c| **c == ConnectionId(7)).count(), 2);
+        assert_eq!(turns.iter().filter(|c| **c == ConnectionId(8)).count(), 2);
+        // UNREGISTER_CLIENT with the producer group, and a closed connection, take them out.
+        let groups = ClientGroups {
+            consumer: None,
+            producer: Some("P"),
+        };
+        assert!(plane.unregister_client(groups, "p1").answer.is_ok());
+        let left = plane.producer_channel("P").unwrap();
+        assert_eq!((left.shard, left.connection), (0, ConnectionId(8)));
+        plane.connection_closed(ConnectionId(8));
+        assert_eq!(plane.producer_channel("P"), None);
     })
     .unwrap();
 }

@@ -52,6 +52,8 @@ const SCHEDULE_TOPIC_QUEUE_NUMS: i32 = 18;
 const TOPIC_QUEUE_NUMS_DEFAULT: i32 = 16;
 /// A DLQ has one queue (`DLQ_NUMS_PER_GROUP`).
 const DLQ_QUEUE_NUMS: i32 = 1;
+/// `TRANS_CHECK_MAX_TIME_TOPIC` has one queue (`TCMT_QUEUE_NUMS`).
+const TRANS_CHECK_MAX_TIME_QUEUE_NUMS: i32 = 1;
 /// PermName's PRIORITY bit, the highest one defined.
 const PERM_PRIORITY: i32 = 8;
 const PERM_ALL: i32 = PERM_PRIORITY | PERM_READ | PERM_WRITE | PERM_INHERIT;
@@ -335,6 +337,20 @@ impl TopicTable {
         validate_topic_name(&topic)?;
         self.create(read_write(TopicConfig::new(topic, DLQ_QUEUE_NUMS)), now_ms)
             .await
+    }
+
+    /// `TRANS_CHECK_MAX_TIME_TOPIC` (one queue, read-write), created when the first half message
+    /// is discarded after `transactionCheckMax` checks, as Apache's
+    /// `createTopicOfTranCheckMaxTime` does.
+    pub async fn create_check_max_time_topic(
+        &mut self,
+        now_ms: i64,
+    ) -> Result<Ensured, TopicError> {
+        if let Some(config) = self.get(TRANS_CHECK_MAX_TIME_TOPIC) {
+            return Ok(existing(config));
+        }
+        let config = TopicConfig::new(TRANS_CHECK_MAX_TIME_TOPIC, TRANS_CHECK_MAX_TIME_QUEUE_NUMS);
+        self.create(read_write(config), now_ms).await
     }
 
     /// For REGISTER_BROKER and GET_ALL_TOPIC_CONFIG.

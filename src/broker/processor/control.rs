@@ -59,6 +59,7 @@ pub async fn serve(
             shard
                 .control(|reply| ControlOp::UnregisterClient {
                     consumer_group: h.consumer_group,
+                    producer_group: h.producer_group,
                     client_id: h.client_id,
                     reply,
                 })

@@ -13,3 +13,4 @@ pub mod runtime_info;
 pub mod send;
 pub mod send_back;
 pub mod stats;
+pub mod transaction;

@@ -11,6 +11,7 @@ use super::append::append_on;
 use crate::broker::control::topics::RETRY_GROUP_TOPIC_PREFIX;
 use crate::broker::error::{BrokerError, BrokerResult};
 use crate::broker::shard::Shard;
+use crate::broker::transaction::message::{send_kind, SendKind};
 use crate::broker::work::{Append, Origin};
 use crate::protocol::body::{TopicConfig, PERM_WRITE};
 use crate::protocol::codes::{request as code, response};
@@ -18,7 +19,7 @@ use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use crate::protocol::command::Text;
 use crate::protocol::message::record::{
-    find_property, format_properties, properties_iter, property, Message,
+    find_property, format_properties, properties_iter, property, Message, TransactionType,
 };
 use crate::protocol::message::{decode_batch, OffsetMsgId};
 use crate::server::Response;
@@ -81,15 +82,48 @@ pub async fn serve(
         )));
     }
     send.header.queue_id = queue_for_send(shard, &send.header, &topic)?;
+    let half = is_half(shard, &send)?;
     let messages = messages(shard, origin, &send)?;
     let uniq_keys = uniq_keys(&messages);
     let owner = shard.owner_of(&send.header.topic, send.header.queue_id);
     let append = Append {
         messages,
         delayable: !send.batch,
+        half,
     };
     let results = append_on(shard, owner, append).await?;
     Ok(response(shard, command, &send.header, &results, uniq_keys).into())
+}
+
+/// Whether the send is a transaction's half message, which the owner holds until its producer
+/// decides (`transaction::message::send_kind`). Apache refuses a batch whose sysFlag says
+/// transactional, a rolled-back send is never stored, and with `rejectTransactionMessage` a
+/// half message is refused as Apache words it.
+fn is_half(shard: &Shard, send: &SendRequest) -> BrokerResult<bool> {
+    let header = &send.header;
+    if send.batch {
+        if TransactionType::of(header.sys_flag) != TransactionType::NotType {
+            return Err(BrokerError::MessageIllegal(
+                "a batch message cannot be transactional".into(),
+            ));
+        }
+        return Ok(false);
+    }
+    let properties = header.properties.as_deref().unwrap_or("");
+    let reconsume_times = header.reconsume_times.unwrap_or(0);
+    match send_kind(header.sys_flag, properties, reconsume_times) {
+        SendKind::Plain => Ok(false),
+        SendKind::RolledBack => Err(BrokerError::MessageIllegal(
+            "a rolled-back transaction message is not stored".into(),
+        )),
+        SendKind::Half if shard.config().transaction.reject_transaction_message => {
+            Err(BrokerError::NoPermission(format!(
+                "the broker[{}] sending transaction message is forbidden",
+                shard.config().broker_ip1
+            )))
+        }
+        SendKind::Half => Ok(true),
+    }
 }
 
 /// Refuses a send when the broker is not writable (brokerPermission).
@@ -266,7 +300,8 @@ fn comma_separated<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> Text
 }
 
 /// Answers as Apache: a delayed message's queueId is the one it was sent to, its
-/// queueOffset and msgId those of its schedule record.
+/// queueOffset and msgId those of its schedule record; a half message's likewise those of its
+/// half record, which END_TRANSACTION names (tranStateTableOffset, commitLogOffset).
 fn response(
     shard: &Shard,
     command: &RemotingCommand,

@@ -87,6 +87,7 @@ pub async fn serve(
     let append = Append {
         messages: vec![message],
         delayable: true,
+        half: false,
     };
     append_on(shard, owner, append).await?;
     Ok(ok.into())

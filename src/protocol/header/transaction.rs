@@ -30,5 +30,7 @@ header! {
         opt msg_id: String = "msgId",
         opt transaction_id: String = "transactionId",
         opt offset_msg_id: String = "offsetMsgId",
+        /// 5.x (`RpcRequestHeader.bname`): the broker name the producer answers for.
+        opt broker_name: String = "bname",
     }
 }

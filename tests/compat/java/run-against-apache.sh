@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The compatibility scenarios of RingmqCompat (src/) against Apache RocketMQ itself: the
 # official 4.9.8 client against Apache's 4.9.7 NameServer and broker (the newest 4.x server
-# release on Maven Central), both run from their Maven jars with `java -cp`. Every scenario
+# release on Maven Central), both run from their Maven jars with `java -cp`; with APACHE=5.3.3
+# against Apache's 5.3.3 (tests/apache_support/pom.xml) instead, which the 5.x-only scenarios
+# (timer, timer-restart: rocketmq-client 5.3.3 running src-5/) need. CLIENT=5.3.3 runs every
+# scenario with the 5.3.3 client. Every scenario
 # passing here is evidence that it checks RocketMQ behaviour, not a ringmq quirk; the Rust
 # test tests/compat_java_client.rs runs the same scenarios against `ringmq standalone`.
 #
 # Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
 # produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, dlq,
 # delay-level, delay-restart, orderly, orderly-rebalance, orderly-suspend, lite-pull,
-# transaction, broadcast, retention (default: all). APACHE_SERVER_POM=PATH runs another server
-# release, e.g. tests/apache_support/pom.xml (5.3.3). Needs Java 17+ and the jars in ~/.m2
+# transaction, transaction-commit, transaction-rollback, transaction-check-commit,
+# transaction-check-rollback, transaction-check-never, transaction-crash, broadcast, retention,
+# and with APACHE=5.3.3 timer, timer-restart (default: all of them). APACHE=5.3.3 runs that
+# server release instead of 4.9.7; APACHE_SERVER_POM=PATH any other (a pom like
+# tests/apache_support/pom.xml). Needs Java 17+ and the jars in ~/.m2
 # (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
 # Leaves nothing running and removes its temporary directory (KEEP_WORK=1 keeps it).
 set -euo pipefail
@@ -18,7 +24,9 @@ scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] ||
     scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry dlq
         delay-level delay-restart orderly orderly-rebalance orderly-suspend lite-pull transaction
-        broadcast retention)
+        transaction-commit transaction-rollback transaction-check-commit
+        transaction-check-rollback transaction-check-never transaction-crash broadcast retention)
+[ ${#scenarios[@]} -gt 0 ] || [ "${APACHE:-4.9.7}" != 5.3.3 ] || scenarios+=(timer timer-restart)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
@@ -41,8 +49,16 @@ classpath() { # pom -> classpath, resolved offline
     cat "$work/cp.txt"
 }
 client_cp="$(classpath "$here/pom.xml")"
-server_cp="$(classpath "${APACHE_SERVER_POM:-$here/apache/pom.xml}")"
+case "${APACHE:-4.9.7}" in
+4.9.7) server_pom=$here/apache/pom.xml ;;
+5.3.3) server_pom=$here/../../apache_support/pom.xml ;;
+*) echo "APACHE must be 4.9.7 or 5.3.3" >&2; exit 2 ;;
+esac
+server_cp="$(classpath "${APACHE_SERVER_POM:-$server_pom}")"
 javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes" -cp "$client_cp" "$here"/src/*.java
+client5_cp="$(classpath "$here/client-5.3.3/pom.xml")"
+javac --release 17 -nowarn -XDsuppressNotes -d "$work/classes5" -cp "$client5_cp" \
+    "$here"/src/*.java "$here"/src-5/*.java
 
 # A free port p such that p-2 (Apache's VIP channel) and p+1 (its HA port) are free too.
 free_port() {
@@ -103,8 +119,14 @@ start_java namesrv "$work/namesrv.out" org.apache.rocketmq.namesrv.NamesrvStartu
 namesrv="127.0.0.1:$namesrv_port"
 broker_port="$(free_port)"
 
-# start_broker STORE FLUSH [KEY=VALUE...]: Apache's broker on $broker_port with its store in
-# STORE; the extra lines override the defaults (the last of a key wins in Java's Properties).
+# The check-back as tests/compat_java_client.rs sets it: first check 1 s after a half's birth,
+# a round every second, at most N checks (transactionCheckMax, appended by the caller).
+check_back_conf="transactionTimeOut=1000
+transactionCheckInterval=1000"
+
+# start_broker STORE FLUSH [LINES...]: Apache's broker on $broker_port with its store in STORE;
+# each further argument is one or more broker.conf lines that override the defaults (the last
+# of a key wins in Java's Properties).
 start_broker() {
     cat >"$work/broker.conf" <<CONF
 brokerClusterName=DefaultCluster
@@ -126,13 +148,32 @@ CONF
     broker_pid=$last_pid
 }
 
-# run_java SCENARIO TOPIC GROUP [ARGS...]: one scenario of RingmqCompat; fails on a mismatch.
+# run_java SCENARIO TOPIC GROUP [ARGS...]: one scenario of RingmqCompat with the 4.9.8 client,
+# or of RingmqCompat5 with the 5.3.3 client (the timer ones, and every one with CLIENT=5.3.3);
+# fails on a mismatch.
 run_java() {
-    local scenario="$1" topic="$2" group="$3"
+    local scenario="$1" topic="$2" group="$3" cp="$work/classes:$client_cp" main=RingmqCompat
     shift 3
+    if [ "${CLIENT:-4.9.8}" = 5.3.3 ] || [[ "$scenario" == timer* ]]; then
+        cp="$work/classes5:$client5_cp" main=RingmqCompat5
+    fi
     timeout "$SCENARIO_WAIT_SECS" java -Drocketmq.client.rebalance.waitInterval=1000 \
-        -Drocketmq.client.logRoot="$home/client-logs" -cp "$work/classes:$client_cp" \
-        RingmqCompat "$scenario" --namesrv "$namesrv" --topic "$topic" --group "$group" "$@"
+        -Drocketmq.client.logRoot="$home/client-logs" -cp "$cp" \
+        "$main" "$scenario" --namesrv "$namesrv" --topic "$topic" --group "$group" "$@"
+}
+
+# around_a_kill PHASE1 PHASE2 CONF [PHASE2 ARGS...]: phase 1, SIGKILL of the SYNC_FLUSH broker
+# (broker.conf lines CONF added), the broker again on the same store, phase 2 (they share a
+# state file).
+around_a_kill() {
+    local first="$1" second="$2" conf="$3"
+    shift 3
+    start_broker "$store" SYNC_FLUSH "$conf"
+    run_java "$first" "$topic" "$group" --state "$work/state-$run" || return 1
+    kill -s KILL "$broker_pid"
+    wait "$broker_pid" 2>/dev/null || true
+    start_broker "$store" SYNC_FLUSH "$conf"
+    run_java "$second" "$topic" "$group" --state "$work/state-$run" "$@"
 }
 
 failed=0
@@ -145,6 +186,36 @@ for scenario in "${scenarios[@]}"; do
         orderly-suspend | lite-pull | transaction | broadcast)
         start_broker "$store" ASYNC_FLUSH
         run_java "$scenario" "$topic" "$group" || failed=1
+        ;;
+    transaction-commit | transaction-rollback)
+        start_broker "$store" ASYNC_FLUSH
+        run_java transaction "$topic" "$group" --outcomes "${scenario#transaction-}" || failed=1
+        ;;
+    transaction-check-commit | transaction-check-rollback | transaction-check-never)
+        max=5
+        [ "$scenario" = transaction-check-never ] && max=3
+        start_broker "$store" ASYNC_FLUSH "$check_back_conf
+transactionCheckMax=$max"
+        run_java transaction-check "$topic" "$group" --answer "${scenario#transaction-check-}" \
+            --check-max "$max" || failed=1
+        ;;
+    transaction-crash)
+        around_a_kill transaction-crash-phase1 transaction-crash-phase2 "$check_back_conf
+transactionCheckMax=60" || failed=1
+        ;;
+    timer | timer-restart)
+        if [ "${APACHE:-4.9.7}" != 5.3.3 ]; then
+            echo "$scenario needs APACHE=5.3.3 (4.x brokers have no timer messages)" >&2
+            failed=1
+            continue
+        fi
+        if [ "$scenario" = timer ]; then
+            start_broker "$store" ASYNC_FLUSH
+            run_java timer "$topic" "$group" || failed=1
+        else
+            # Apache re-delivers timers pending at a kill -9: repeats allowed (--crash)
+            around_a_kill timer-restart-phase1 timer-restart-phase2 "" --crash || failed=1
+        fi
         ;;
     produce-consume-vip)
         start_broker "$store" ASYNC_FLUSH

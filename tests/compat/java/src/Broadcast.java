@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.stream.Stream;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
 
 /**
  * Broadcasting: two consumers of one group each receive every message, intact (their offsets
@@ -27,8 +26,8 @@ final class Broadcast {
                 ProduceConsume.SUBSCRIPTION, first);
         DefaultMQPushConsumer other = Clients.consumer(a, a.group(), "second",
                 ProduceConsume.SUBSCRIPTION, second);
-        one.setMessageModel(MessageModel.BROADCASTING);
-        other.setMessageModel(MessageModel.BROADCASTING);
+        Clients.setMessageModel(one, "BROADCASTING");
+        Clients.setMessageModel(other, "BROADCASTING");
         one.start();
         other.start();
         List<Sent> sent = ProduceConsume.sendSync(producer, a.topic(), "broadcast",

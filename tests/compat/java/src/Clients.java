@@ -1,3 +1,4 @@
+import java.lang.reflect.InvocationTargetException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -17,14 +18,13 @@ import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageQueue;
-import org.apache.rocketmq.common.protocol.body.ClusterInfo;
-import org.apache.rocketmq.common.protocol.header.QueryConsumerOffsetRequestHeader;
-import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
-import org.apache.rocketmq.common.protocol.route.BrokerData;
 
 /**
  * Producers and push consumers set up to converge in about a second instead of the defaults'
- * 20-30 s, and the admin calls the scenarios check the broker with.
+ * 20-30 s, and the admin calls the scenarios check the broker with. Compiles against 4.9.8
+ * and 5.3.3: the protocol classes that moved package between them
+ * (org.apache.rocketmq.common.protocol to org.apache.rocketmq.remoting.protocol) are not named,
+ * only inferred (`var`) or, where one must be made, found by {@link #protocolClass}.
  */
 final class Clients {
     /** Queues per test topic: two per shard of a 2-shard broker, two per consumer in rebalance. */
@@ -80,7 +80,7 @@ final class Clients {
         consumer.setNamesrvAddr(a.namesrv());
         consumer.setInstanceName(instance);
         consumer.setVipChannelEnabled(a.vip());
-        consumer.setMessageModel(MessageModel.CLUSTERING);
+        setMessageModel(consumer, "CLUSTERING");
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.setPollNameServerInterval(CLIENT_PERIOD_MS);
         consumer.setHeartbeatBrokerInterval(CLIENT_PERIOD_MS);
@@ -108,8 +108,8 @@ final class Clients {
         Check.until("cluster info lists a master broker", STATE_WAIT_MS, () -> {
             masters.clear();
             try {
-                ClusterInfo info = api(producer).getBrokerClusterInfo(REQUEST_TIMEOUT_MS);
-                for (BrokerData broker : info.getBrokerAddrTable().values()) {
+                var info = api(producer).getBrokerClusterInfo(REQUEST_TIMEOUT_MS);
+                for (var broker : info.getBrokerAddrTable().values()) {
                     String addr = broker.getBrokerAddrs().get(MixAll.MASTER_ID);
                     if (addr != null) {
                         masters.add(addr);
@@ -161,17 +161,23 @@ final class Clients {
             String group) throws Exception {
         TreeMap<String, Long> committed = new TreeMap<>();
         for (MessageQueue mq : writeQueues(producer, topic)) {
-            QueryConsumerOffsetRequestHeader header = new QueryConsumerOffsetRequestHeader();
-            header.setConsumerGroup(group);
-            header.setTopic(topic);
-            header.setQueueId(mq.getQueueId());
+            Class<?> headerClass = protocolClass("header.QueryConsumerOffsetRequestHeader");
+            Object header = headerClass.getDeclaredConstructor().newInstance();
+            headerClass.getMethod("setConsumerGroup", String.class).invoke(header, group);
+            headerClass.getMethod("setTopic", String.class).invoke(header, topic);
+            headerClass.getMethod("setQueueId", Integer.class).invoke(header, mq.getQueueId());
             String addr = producer.getDefaultMQProducerImpl().getmQClientFactory()
                     .findBrokerAddressInPublish(mq.getBrokerName());
             long offset;
             try {
-                offset = api(producer).queryConsumerOffset(addr, header, REQUEST_TIMEOUT_MS);
-            } catch (MQBrokerException notFound) {
-                offset = -1;
+                offset = (Long) MQClientAPIImpl.class
+                        .getMethod("queryConsumerOffset", String.class, headerClass, long.class)
+                        .invoke(api(producer), addr, header, (long) REQUEST_TIMEOUT_MS);
+            } catch (InvocationTargetException e) {
+                if (!(e.getCause() instanceof MQBrokerException)) {
+                    throw e;
+                }
+                offset = -1; // QUERY_NOT_FOUND
             }
             committed.put(key(mq), offset);
         }
@@ -225,6 +231,22 @@ final class Clients {
                     }
                 });
         return mine;
+    }
+
+    /** The protocol class `name` (e.g. "header.X") in 4.x's package or in 5.x's. */
+    static Class<?> protocolClass(String name) throws ClassNotFoundException {
+        try {
+            return Class.forName("org.apache.rocketmq.common.protocol." + name);
+        } catch (ClassNotFoundException moved) {
+            return Class.forName("org.apache.rocketmq.remoting.protocol." + name);
+        }
+    }
+
+    /** `consumer.setMessageModel(MessageModel.<model>)`, the enum being in either package. */
+    static void setMessageModel(DefaultMQPushConsumer consumer, String model) throws Exception {
+        Class<?> type = protocolClass("heartbeat.MessageModel");
+        DefaultMQPushConsumer.class.getMethod("setMessageModel", type)
+                .invoke(consumer, type.getField(model).get(null));
     }
 
     static String key(MessageQueue mq) {

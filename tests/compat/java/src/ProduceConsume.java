@@ -83,7 +83,8 @@ final class ProduceConsume {
         List<String> diffs = new ArrayList<>();
         for (Sent s : sent) {
             Sent stored = s.lookedUp();
-            MessageExt viewed = producer.viewMessage(s.offsetMsgId());
+            // by offsetMsgId (4.9.8 also has a one-argument form, 5.x only this one)
+            MessageExt viewed = producer.viewMessage(topic, s.offsetMsgId());
             stored.mismatches(topic, viewed)
                     .forEach(d -> diffs.add("view " + s.msgId() + ": " + d));
             String key = s.keys().split(" ")[0];

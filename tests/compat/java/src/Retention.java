@@ -57,7 +57,7 @@ final class Retention {
     }
 
     static void run(RingmqCompat.Args a) throws Exception {
-        long segment = a.segmentBytes();
+        long segment = Long.parseLong(a.option("--segment-bytes"));
         Check.that(segment > 0, "--segment-bytes given: " + segment);
         DefaultMQProducer producer = Clients.producer(a, "producer");
         Clients.createTopic(producer, a.topic());

@@ -10,24 +10,14 @@ import java.util.Map;
  * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
  * [--crash] [--vip] [--segment-bytes N]. Scenarios: produce-consume, restart-phase1,
  * restart-phase2, rebalance, retry, dlq, delay-level, delay-restart-phase1,
- * delay-restart-phase2, orderly, orderly-rebalance, orderly-suspend, lite-pull, transaction,
- * broadcast, retention (needs --segment-bytes). --crash: the broker was killed between
- * the restart phases; --vip: clients use the broker's VIP channel (its port - 2) as clients with
+ * delay-restart-phase2, orderly, orderly-rebalance, orderly-suspend, lite-pull, transaction
+ * [--outcomes commit|rollback], transaction-check --answer commit|rollback|never
+ * [--check-max N], transaction-crash-phase1, transaction-crash-phase2, broadcast, retention
+ * (needs --segment-bytes). --crash: the broker was killed between the restart phases; --vip:
+ * clients use the broker's VIP channel (its port - 2) as clients with
  * vipChannelEnabled do.
  */
 public final class RingmqCompat {
-    /** Exit status when a check failed. */
-    static final int EXIT_MISMATCH = 1;
-    /** Exit status when the scenario could not run (bad arguments, a wait ran out, an error). */
-    static final int EXIT_ERROR = 2;
-    /** Exit status when the whole scenario ran past {@link #SCENARIO_TIME_MAX_MS}. */
-    static final int EXIT_TIMEOUT = 3;
-    /**
-     * Hard bound on one scenario: each of its waits is bounded too, this catches a client call
-     * that hangs (a send or a shutdown that never returns).
-     */
-    static final long SCENARIO_TIME_MAX_MS = 240_000;
-
     private RingmqCompat() {
     }
 
@@ -38,9 +28,8 @@ public final class RingmqCompat {
         Map<String, String> opts = options(args);
         Args a = new Args(need(opts, "--namesrv"), need(opts, "--topic"), need(opts, "--group"),
                 opts.get("--state"), opts.containsKey("--crash"), opts.containsKey("--vip"),
-                Long.parseLong(opts.getOrDefault("--segment-bytes", "0")));
-        startWatchdog(args[0]);
-        try {
+                opts);
+        Run.andHalt(args[0], () -> {
             switch (args[0]) {
                 case "produce-consume" -> ProduceConsume.run(a);
                 case "restart-phase1" -> Restart.phase1(a);
@@ -56,37 +45,26 @@ public final class RingmqCompat {
                 case "orderly-suspend" -> OrderlySuspend.run(a);
                 case "lite-pull" -> LitePull.run(a);
                 case "transaction" -> Transaction.run(a);
+                case "transaction-check" -> TransactionCheck.run(a);
+                case "transaction-crash-phase1" -> TransactionCheck.crashPhase1(a);
+                case "transaction-crash-phase2" -> TransactionCheck.crashPhase2(a);
                 case "broadcast" -> Broadcast.run(a);
                 case "retention" -> Retention.run(a);
                 default -> usage("unknown scenario " + args[0]);
             }
-        } catch (Check.Abort e) {
-            System.out.println("FAIL " + e.getMessage());
-            System.out.flush();
-            Runtime.getRuntime().halt(EXIT_MISMATCH);
-        } catch (Exception e) {
-            System.out.println("ERROR " + e);
-            e.printStackTrace(System.out);
-            System.out.flush();
-            Runtime.getRuntime().halt(EXIT_ERROR);
-        }
-        int failures = Check.failures();
-        if (failures == 0) {
-            System.out.println("ALL CHECKS PASSED (" + args[0] + ")");
-        } else {
-            System.out.println(failures + " CHECKS FAILED (" + args[0] + ")");
-        }
-        System.out.flush();
-        // halt, not exit: client threads left by a failed shutdown must not keep the JVM alive.
-        Runtime.getRuntime().halt(failures == 0 ? 0 : EXIT_MISMATCH);
+        });
     }
 
     /**
      * The scenario's arguments; topic and group are unique per run (the caller picks them).
-     * segmentBytes: the broker's commit-log segment size (retention), 0 if not given.
+     * `options` holds every option given, for a scenario's own (e.g. --answer).
      */
     record Args(String namesrv, String topic, String group, String state, boolean crash,
-            boolean vip, long segmentBytes) {
+            boolean vip, Map<String, String> options) {
+        /** A scenario's own option, which it must be given. */
+        String option(String name) {
+            return need(options, name);
+        }
     }
 
     private static Map<String, String> options(String[] args) {
@@ -112,29 +90,13 @@ public final class RingmqCompat {
     }
 
     private static void usage(String why) {
-        System.out.println("ERROR " + why + "\nusage: RingmqCompat produce-consume|restart-phase1"
+        Run.usage(why, "RingmqCompat produce-consume|restart-phase1"
                 + "|restart-phase2|rebalance|retry|dlq|delay-level|delay-restart-phase1"
                 + "|delay-restart-phase2|orderly|orderly-rebalance"
-                + "|orderly-suspend|lite-pull|transaction|broadcast|retention"
+                + "|orderly-suspend|lite-pull|transaction|transaction-check"
+                + "|transaction-crash-phase1|transaction-crash-phase2|broadcast|retention"
                 + " --namesrv HOST:PORT"
                 + " --topic T --group G"
                 + " [--state FILE] [--crash] [--vip] [--segment-bytes N]");
-        System.out.flush();
-        Runtime.getRuntime().halt(EXIT_ERROR);
-    }
-
-    private static void startWatchdog(String scenario) {
-        Thread watchdog = new Thread(() -> {
-            try {
-                Thread.sleep(SCENARIO_TIME_MAX_MS);
-            } catch (InterruptedException e) {
-                return;
-            }
-            System.out.println("FAIL " + scenario + " ran past " + SCENARIO_TIME_MAX_MS + " ms");
-            System.out.flush();
-            Runtime.getRuntime().halt(EXIT_TIMEOUT);
-        }, "watchdog");
-        watchdog.setDaemon(true);
-        watchdog.start();
     }
 }
