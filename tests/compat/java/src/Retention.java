@@ -96,7 +96,7 @@ final class Retention {
         Map<String, Sent> firstRetained = firstRetained(fill, expectedMin);
         for (MessageQueue mq : queues) {
             Sent head = firstRetained.get(Clients.key(mq));
-            MessageExt stored = producer.viewMessage(head.offsetMsgId());
+            MessageExt stored = producer.viewMessage(a.topic(), head.offsetMsgId());
             Check.equal(stored.getStoreTimestamp(), producer.earliestMsgStoreTime(mq),
                     Clients.key(mq) + " earliest store time is its first retained message's");
         }
