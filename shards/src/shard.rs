@@ -43,6 +43,35 @@ mod schedule_delivery;
 pub use retention::{Lag, Removal, RemovalReason, RetentionStats};
 pub use schedule_delivery::{DeliveryTurn, Scheduled};
 
+/// What a record's consume-queue tagsCode is made from, at append and again at recovery.
+struct TagsCodeOf<'a> {
+    topic: &'a str,
+    queue_id: i32,
+    queue_offset: i64,
+    /// The record's store time (the append's clock, or the stored record's).
+    stored_ms: i64,
+    properties: &'a str,
+    body: &'a [u8],
+    /// The hash of its TAGS.
+    tag_hash: i64,
+}
+
+/// A transaction queue's origin, a timer's or a delayed message's due time, else the TAGS
+/// hash: one rule, so recovery rebuilds exactly the entries the appends made.
+fn stored_tags_code(config: &ShardConfig, r: &TagsCodeOf<'_>) -> i64 {
+    transaction::tags_code(r.topic, r.queue_offset, r.properties, r.body)
+        .or_else(|| {
+            config
+                .timers
+                .tags_code(r.topic, r.queue_id, r.stored_ms, r.properties)
+        })
+        .unwrap_or_else(|| {
+            config
+                .delay_levels
+                .tags_code(r.topic, r.queue_id, r.stored_ms, r.tag_hash)
+        })
+}
+
 /// Most entries one queue read looks at when filtering by tag (RocketMQ's
 /// `maxFilterMessageCount` is 16 000), so a selective filter cannot scan a queue unbounded.
 pub const FILTER_SCAN_ENTRIES_MAX: usize = 16_000;
@@ -314,28 +343,18 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     return true;
                 }
                 let physical = PhysicalOffset::new(shard_id, local).to_wire();
-                let tag_hash = transaction::tags_code(
-                    view.topic(),
-                    view.queue_offset(),
-                    view.properties(),
-                    &view.body(),
-                )
-                .or_else(|| {
-                    config.timers.tags_code(
-                        view.topic(),
-                        view.queue_id(),
-                        view.store_timestamp_ms(),
-                        view.properties(),
-                    )
-                })
-                .unwrap_or_else(|| {
-                    config.delay_levels.tags_code(
-                        view.topic(),
-                        view.queue_id(),
-                        view.store_timestamp_ms(),
-                        view.tag_hash_code(),
-                    )
-                });
+                let tag_hash = stored_tags_code(
+                    &config,
+                    &TagsCodeOf {
+                        topic: view.topic(),
+                        queue_id: view.queue_id(),
+                        queue_offset: view.queue_offset(),
+                        stored_ms: view.store_timestamp_ms(),
+                        properties: view.properties(),
+                        body: &view.body(),
+                        tag_hash: view.tag_hash_code(),
+                    },
+                );
                 let queue = queues.get_or_create(view.topic(), view.queue_id());
                 if view.queue_offset() != queue.end() as i64 || view.physical_offset() != physical {
                     return false;
@@ -467,24 +486,18 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
                 let queue = queues.get_or_create(&message.topic, message.queue_id);
                 let queue_offset = queue.end() as i64;
-                let tag_hash =
-                    transaction::tags_code(&message.topic, queue_offset, properties, &message.body)
-                        .or_else(|| {
-                            self.config.timers.tags_code(
-                                &message.topic,
-                                message.queue_id,
-                                now,
-                                properties,
-                            )
-                        })
-                        .unwrap_or_else(|| {
-                            self.config.delay_levels.tags_code(
-                                &message.topic,
-                                message.queue_id,
-                                now,
-                                tag_hash,
-                            )
-                        });
+                let tag_hash = stored_tags_code(
+                    &self.config,
+                    &TagsCodeOf {
+                        topic: &message.topic,
+                        queue_id: message.queue_id,
+                        queue_offset,
+                        stored_ms: now,
+                        properties,
+                        body: &message.body,
+                        tag_hash,
+                    },
+                );
                 let store = StoreFields {
                     queue_offset,
                     physical_offset: physical,
