@@ -272,9 +272,7 @@ fn a_half_message_is_invisible_until_committed_then_delivered_once_with_its_id()
         }
         // An offset naming no half is Apache's error.
         let mut wrong = end(&halves[0], sys_flag::TRANSACTION_COMMIT, None);
-        wrong
-            .ext_fields
-            .insert("commitLogOffset", "12");
+        wrong.ext_fields.insert("commitLogOffset", "12");
         let resp = call(&client, wrong).await;
         assert_eq!(resp.code, response::SYSTEM_ERROR);
         assert_eq!(
@@ -282,9 +280,7 @@ fn a_half_message_is_invisible_until_committed_then_delivered_once_with_its_id()
             Some("Find prepared transaction message failed")
         );
         let mut group = end(&halves[0], sys_flag::TRANSACTION_COMMIT, None);
-        group
-            .ext_fields
-            .insert("producerGroup", "other");
+        group.ext_fields.insert("producerGroup", "other");
         let resp = call(&client, group).await;
         assert_eq!(resp.remark.as_deref(), Some("The producer group wrong"));
     })

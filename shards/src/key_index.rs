@@ -364,11 +364,17 @@ mod tests {
         assert_eq!(hits.iter().map(|h| h.local).collect::<Vec<_>>(), [1]);
         hits.push(hit(2, 20));
         hits.push(hit(3, 30));
-        assert_eq!(hits.iter().rev().map(|h| h.local).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(
+            hits.iter().rev().map(|h| h.local).collect::<Vec<_>>(),
+            [3, 2, 1]
+        );
         assert!(hits.pop_front());
         assert_eq!(hits.front(), hit(2, 20));
         assert!(hits.pop_front());
-        assert!(matches!(hits, Hits::One(h) if h == hit(3, 30)), "one hit is inline again");
+        assert!(
+            matches!(hits, Hits::One(h) if h == hit(3, 30)),
+            "one hit is inline again"
+        );
         assert!(!hits.pop_front(), "the last hit leaves none");
     }
 

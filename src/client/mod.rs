@@ -91,7 +91,9 @@ impl RemotingClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        self.connection.request(self.prepared(request), timeout).await
+        self.connection
+            .request(self.prepared(request), timeout)
+            .await
     }
 
     /// Sends `request` without waiting for (or getting) a response.

@@ -36,7 +36,10 @@ enum Repr {
 /// Longest text held inline: an i64 in decimal with its sign is 20 bytes, an IPv4
 /// offsetMsgId or UNIQ_KEY 32; 38 keeps a `Text` at the size of a `Bytes` plus its tag.
 const INLINE_BYTES_MAX: usize = 38;
-const _: () = assert!(std::mem::size_of::<Text>() == 40, "a Text is a Bytes and a tag");
+const _: () = assert!(
+    std::mem::size_of::<Text>() == 40,
+    "a Text is a Bytes and a tag"
+);
 
 impl Text {
     /// `bytes` as text without a copy when they are UTF-8; otherwise their text with invalid

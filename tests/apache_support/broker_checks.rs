@@ -139,13 +139,15 @@ async fn send(
         sys_flag: 0,
         born_timestamp: now_ms,
         flag: 0,
-        properties: Some(format_properties([
-            ("KEYS", keys),
-            ("UNIQ_KEY", uniq_key.as_str()),
-            ("TAGS", "tagA"),
-            ("WAIT", "true"),
-        ])
-        .into()),
+        properties: Some(
+            format_properties([
+                ("KEYS", keys),
+                ("UNIQ_KEY", uniq_key.as_str()),
+                ("TAGS", "tagA"),
+                ("WAIT", "true"),
+            ])
+            .into(),
+        ),
         reconsume_times: Some(0),
         unit_mode: Some(false),
         max_reconsume_times: None,

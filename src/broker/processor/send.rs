@@ -16,17 +16,17 @@ use crate::broker::work::{Append, Origin};
 use crate::protocol::body::{TopicConfig, PERM_WRITE};
 use crate::protocol::codes::{request as code, response};
 use crate::protocol::command::RemotingCommand;
-use crate::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use crate::protocol::command::Text;
+use crate::protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use crate::protocol::message::record::{
     find_property, format_properties, properties_iter, property, Message, TransactionType,
 };
 use crate::protocol::message::{decode_batch, OffsetMsgId};
 use crate::server::Response;
 use bytes::Bytes;
-use std::fmt::Write as _;
 use ringmq_shards::schedule::asked_delay;
 use ringmq_shards::AppendResult;
+use std::fmt::Write as _;
 
 /// Property the Java broker (4.9+) adds to every stored message: the cluster that stored it.
 const PROPERTY_CLUSTER: &str = "CLUSTER";

@@ -6,8 +6,8 @@
 
 use super::{header, CommandHeader, HeaderError};
 use crate::protocol::codes::request;
-use crate::protocol::command::Text;
 use crate::protocol::command::RemotingCommand;
+use crate::protocol::command::Text;
 
 header! {
     /// SEND_MESSAGE request (`SendMessageRequestHeader`). Single or batch is decided by
