@@ -287,7 +287,8 @@ fn uniq_keys(messages: &[Message]) -> Text {
     }
 }
 
-/// `items` displayed and joined by `,`, as Java joins a batch's ids: inline when short.
+/// `items` displayed and joined by `,`, as Java joins a batch's ids (a batch's ids are
+/// longer than an inline text, so the string is kept as it is, not formatted again).
 fn comma_separated<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> Text {
     let mut joined = String::new();
     for (i, item) in items.enumerate() {
@@ -296,7 +297,7 @@ fn comma_separated<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> Text
         }
         write!(joined, "{item}").expect("writing to a String cannot fail");
     }
-    Text::display(joined)
+    joined.into()
 }
 
 /// Answers as Apache: a delayed message's queueId is the one it was sent to, its
