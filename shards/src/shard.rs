@@ -200,6 +200,10 @@ pub struct Shard<D: Disk, C: Clock> {
     /// Delivery progress of the timer stages (next offset of each stage queue).
     timer: RefCell<ScheduleProgress>,
     checkpoint_seq: Cell<u64>,
+    /// The checkpoint payload last written (or found at start): a persist that would write
+    /// the same bytes again skips it, so an idle shard does not rewrite and fsync its
+    /// checkpoint every second.
+    checkpoint_written: RefCell<Vec<u8>>,
     persisting: Cell<bool>,
     persisted: Event,
 }
@@ -312,9 +316,13 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             disk.create_dir_all(&dir.join(sub)).await?;
         }
         check_identity(&disk, &config).await?;
-        let (checkpoint_seq, checkpoint) = match read_meta(&disk, &dir.join("checkpoint")).await? {
-            Some((seq, payload)) => (seq, Checkpoint::decode(&payload)?),
-            None => (0, Checkpoint::default()),
+        let (checkpoint_seq, checkpoint_written) = read_meta(&disk, &dir.join("checkpoint"))
+            .await?
+            .unwrap_or_default();
+        let checkpoint = if checkpoint_written.is_empty() {
+            Checkpoint::default()
+        } else {
+            Checkpoint::decode(&checkpoint_written)?
         };
         let shard_id = config.shard_id;
         let mut queues = load_queues(&disk, &config, &checkpoint).await?;
@@ -418,6 +426,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             legacy_index: Cell::new(legacy_index),
             timer: RefCell::new(timer),
             checkpoint_seq: Cell::new(checkpoint_seq),
+            checkpoint_written: RefCell::new(checkpoint_written),
             persisting: Cell::new(false),
             persisted: Event::default(),
         };
@@ -928,16 +937,13 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             queue.persisted = end;
         }
         persist_index(&self.index, &self.disk, &self.config.dir, boundary.local).await?;
-        let checkpoint = self.checkpoint_at(boundary);
-        let seq = self.checkpoint_seq.get() + 1;
-        write_meta(
-            &self.disk,
-            &self.path("checkpoint"),
-            seq,
-            &checkpoint.encode(),
-        )
-        .await?;
-        self.checkpoint_seq.set(seq);
+        let checkpoint = self.checkpoint_at(boundary).encode();
+        if *self.checkpoint_written.borrow() != checkpoint {
+            let seq = self.checkpoint_seq.get() + 1;
+            write_meta(&self.disk, &self.path("checkpoint"), seq, &checkpoint).await?;
+            self.checkpoint_seq.set(seq);
+            *self.checkpoint_written.borrow_mut() = checkpoint;
+        }
         if self.legacy_index.get() {
             // Its entries are in the per-segment files the checkpoint names now.
             remove_if_there(&self.disk, &self.path(LEGACY_INDEX_FILE)).await?;
