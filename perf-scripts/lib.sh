@@ -125,7 +125,9 @@ start_apache() {
 listenPort=$ns_port
 bindAddress=127.0.0.1
 EOF
-    # Defaults except: loopback, our ports, fresh store, and the flush type under test.
+    # Defaults except: loopback, our ports, fresh store, the flush type under test, and SQL92
+    # subscriptions accepted (enablePropertyFilter: only the features phase's SQL92 consumer
+    # uses it; it adds no work to other messages).
     cat >"$dir/broker.conf" <<EOF
 brokerClusterName=DefaultCluster
 brokerName=broker-a
@@ -138,6 +140,7 @@ storePathRootDir=$dir/store
 storePathCommitLog=$dir/store/commitlog
 flushDiskType=$flush
 autoCreateTopicEnable=true
+enablePropertyFilter=true
 EOF
     local cp="$home/lib/*" common="-Drocketmq.home.dir=$home -Duser.home=$dir"
     # shellcheck disable=SC2086

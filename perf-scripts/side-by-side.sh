@@ -31,6 +31,12 @@
 #                       after a JAVA_WARMUP_SECONDS=5 warm-up, --seconds long, at most
 #                       JAVA_MAX_MESSAGES=2000000), then java-consume-ENC (a push consumer
 #                       draining that backlog, at most JAVA_CONSUME_SECONDS=120)
+#   ASYNC_FLUSH broker, phase `features` (not in the default --phases), the official Java
+#                       client with JSON headers: java-txn-produce (transactional sends),
+#                       java-filter-consume-all / -sql92 (a backlog drained unfiltered and by
+#                       an SQL92 selector matching half), java-timer (TIMER_COUNT=100000 timer
+#                       messages pending at once, due over TIMER_SPREAD_SECONDS=5: delivery
+#                       rate and lateness percentiles)
 # plus the broker's CPU seconds per million messages and its RSS idle and at peak, and first
 # the host's physical limits (physical-limits.sh) for the table to compare against. --phases
 # runs only some of those broker starts (e2e needs async: its rate comes from async-1k).
@@ -54,6 +60,11 @@ JAVA_THREADS=${JAVA_THREADS:-64}
 JAVA_WARMUP_SECONDS=${JAVA_WARMUP_SECONDS:-5}
 JAVA_MAX_MESSAGES=${JAVA_MAX_MESSAGES:-2000000}
 JAVA_CONSUME_SECONDS=${JAVA_CONSUME_SECONDS:-120}
+# The features phase's timer workload: 100 k timers pending at once (the sends end within the
+# lead), due over 5 s.
+TIMER_COUNT=${TIMER_COUNT:-100000}
+TIMER_LEAD_SECONDS=${TIMER_LEAD_SECONDS:-40}
+TIMER_SPREAD_SECONDS=${TIMER_SPREAD_SECONDS:-5}
 while [ $# -gt 0 ]; do
     case $1 in
     --seconds) RUN_SECONDS=$2; shift 2 ;;
@@ -81,7 +92,7 @@ APACHE_KINDS=$(for kind in $BROKER_KINDS; do ! is_apache_kind "$kind" || echo "$
 [ -n "${BROKER_KINDS// /}" ] || die "--brokers names no broker"
 has_phase() { [[ " $PHASES " == *" $1 "* ]]; }
 for phase in $PHASES; do
-    [[ " async e2e sync java " == *" $phase "* ]] || die "unknown phase $phase (known: async e2e sync java)"
+    [[ " async e2e sync java features " == *" $phase "* ]] || die "unknown phase $phase (known: async e2e sync java features)"
 done
 ! has_phase e2e || has_phase async || die "phase e2e needs phase async (its rate is half async-1k's)"
 ! has_kind ringmq-base || need_ringmq_base
@@ -103,7 +114,7 @@ fi
 mkdir -p "$OUT"
 # Every Apache release is fetched before anything starts (and a missing one fails here).
 for kind in $APACHE_KINDS; do fetch_apache "$(apache_version "$kind")"; done
-! has_phase java || prepare_java_bench "$OUT/java"
+! has_phase java && ! has_phase features || prepare_java_bench "$OUT/java"
 {
     for kind in $APACHE_KINDS; do
         echo "$kind: Apache RocketMQ $(apache_version "$kind"), jars $(cat "$(apache_home "$(apache_version "$kind")")/JARS")"
@@ -111,7 +122,7 @@ for kind in $APACHE_KINDS; do fetch_apache "$(apache_version "$kind")"; done
     if [ -n "$APACHE_KINDS" ]; then
         echo "Apache broker JVM: $APACHE_BROKER_JAVA_OPTS"
         echo "Apache NameServer JVM: $APACHE_NAMESRV_JAVA_OPTS"
-        echo "Apache broker.conf: defaults + brokerIP1/bindAddress=127.0.0.1, flushDiskType per phase"
+        echo "Apache broker.conf: defaults + brokerIP1/bindAddress=127.0.0.1, enablePropertyFilter=true, flushDiskType per phase"
     fi
     echo "ringmq: standalone --shards $SHARDS --flush-disk-type per phase"
     echo "brokers, in run order: $BROKER_KINDS$([ "$ALTERNATE" = 0 ] || echo ', reversed in even repetitions')"
@@ -206,7 +217,7 @@ java_workloads() {
         --max-messages "$JAVA_MAX_MESSAGES" --broker-pid "$BROKER_PID" --json "$p.json" >"$p.txt" 2>&1 ||
         log "rep $rep $kind java-produce-$enc: JavaBench failed, see $p.txt"
     java_proc "$p"
-    produced=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["produce"]["messages"])' "$p.json" 2>/dev/null || echo 0)
+    produced=$(json_field "$p.json" produce messages)
     if [ "$produced" -gt 0 ]; then
         log "rep $rep $kind java-consume-$enc: push consumer draining $produced messages"
         java_bench "$encoding" "$dir/$kind-java-$enc" consume --namesrv "$NAMESRV_ADDR" --topic "$topic" \
@@ -225,6 +236,57 @@ cpu = json.load(open(sys.argv[1]))["cpu"]
 print(json.dumps({"cpu_s": cpu["broker_s"], "rss_kib": int(sys.argv[2]), "rss_peak_kib": int(sys.argv[3]),
                   "rss_idle_kib": int(sys.argv[4]), "window": "JavaBench"}))
 PY
+}
+# features_phase REP KIND: the official Java client (JSON headers, its default) on what
+# RocketMQ does beyond plain sends: java-txn-produce (every send a transaction that commits at
+# once), java-filter-produce (bench_n = seq mod 100) drained twice, by a `*` consumer
+# (java-filter-consume-all) and by an SQL92 one selecting half (java-filter-consume-sql92), and
+# java-timer (TIMER_COUNT timer messages due over TIMER_SPREAD_SECONDS, all pending at once).
+features_phase() {
+    local rep=$1 kind=$2 dir=$OUT/$1 produced half
+    local t=$dir/$kind-java-txn-produce f=$dir/$kind-java-filter-produce
+    mkdir -p "$dir"
+    log "rep $rep $kind java-txn-produce: $JAVA_THREADS threads of transactional sends, ${RUN_SECONDS}s"
+    java_bench JSON "$dir/$kind-java-features" produce --namesrv "$NAMESRV_ADDR" --topic sbs-txn \
+        --threads "$JAVA_THREADS" --size 1024 --seconds "$RUN_SECONDS" --warmup-seconds "$JAVA_WARMUP_SECONDS" \
+        --max-messages "$JAVA_MAX_MESSAGES" --transactional 1 --broker-pid "$BROKER_PID" --json "$t.json" >"$t.txt" 2>&1 ||
+        log "rep $rep $kind java-txn-produce: JavaBench failed, see $t.txt"
+    java_proc "$t"
+    log "rep $rep $kind java-filter-produce: ${RUN_SECONDS}s of sends with bench_n"
+    java_bench JSON "$dir/$kind-java-features" produce --namesrv "$NAMESRV_ADDR" --topic sbs-filter \
+        --threads "$JAVA_THREADS" --size 1024 --seconds "$RUN_SECONDS" --warmup-seconds 0 \
+        --max-messages "$JAVA_MAX_MESSAGES" --filter-props 1 --broker-pid "$BROKER_PID" --json "$f.json" >"$f.txt" 2>&1 ||
+        log "rep $rep $kind java-filter-produce: JavaBench failed, see $f.txt"
+    java_proc "$f"
+    produced=$(json_field "$f.json" produce messages)
+    half=$(json_field "$f.json" produce bench_n_below_half)
+    if [ "$produced" -gt 0 ]; then
+        java_drain "$rep" "$kind" java-filter-consume-all "$produced"
+        java_drain "$rep" "$kind" java-filter-consume-sql92 "$half" --sql92 "bench_n < 50" --check-below 50
+    fi
+    local m=$dir/$kind-java-timer
+    log "rep $rep $kind java-timer: $TIMER_COUNT timer messages due over ${TIMER_SPREAD_SECONDS}s from ${TIMER_LEAD_SECONDS}s on"
+    java_bench JSON "$dir/$kind-java-features" timer --namesrv "$NAMESRV_ADDR" --topic sbs-timer \
+        --group "sbs-timer-$rep" --count "$TIMER_COUNT" --lead-seconds "$TIMER_LEAD_SECONDS" \
+        --spread-seconds "$TIMER_SPREAD_SECONDS" --threads "$JAVA_THREADS" \
+        --broker-pid "$BROKER_PID" --json "$m.json" >"$m.txt" 2>&1 ||
+        log "rep $rep $kind java-timer: JavaBench failed, see $m.txt"
+    java_proc "$m"
+}
+# java_drain REP KIND WORKLOAD EXPECT [ARGS...]: a push consumer of sbs-filter, a group of its
+# own, until EXPECT deliveries (or JAVA_CONSUME_SECONDS).
+java_drain() {
+    local rep=$1 kind=$2 workload=$3 expect=$4 c=$OUT/$1/$2-$3
+    shift 4
+    log "rep $rep $kind $workload: $expect deliveries expected $*"
+    java_bench JSON "$OUT/$rep/$kind-java-features" consume --namesrv "$NAMESRV_ADDR" --topic sbs-filter \
+        --group "sbs-$workload-$rep" --expect "$expect" --seconds "$JAVA_CONSUME_SECONDS" "$@" \
+        --broker-pid "$BROKER_PID" --json "$c.json" >"$c.txt" 2>&1 ||
+        log "rep $rep $kind $workload: JavaBench failed, see $c.txt"
+    java_proc "$c"
+}
+json_field() {
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]][sys.argv[3]])' "$@" 2>/dev/null || echo 0
 }
 java_json_phase() { java_workloads "$1" "$2" JSON; }
 java_rocketmq_phase() { java_workloads "$1" "$2" ROCKETMQ; }
@@ -254,6 +316,9 @@ for rep in $(seq 1 "$REPS"); do
     fi
     if has_phase sync; then
         for kind in $BROKER_KINDS; do with_broker "$kind" SYNC_FLUSH "$rep" sync_phase; done
+    fi
+    if has_phase features; then
+        for kind in $BROKER_KINDS; do with_broker "$kind" ASYNC_FLUSH "$rep" features_phase; done
     fi
     if has_phase java; then
         # The kinds alternate within an encoding, as every phase does; JSON first.

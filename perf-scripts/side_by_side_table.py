@@ -14,7 +14,8 @@ before. Rows no kind has a value for (a phase that did not run) are left out.
 
 The Java-client workloads (java-produce-ENC, java-consume-ENC: JavaBench.java's results) get
 a table of their own: rates, send p99, broker and load-generator CPU per million messages,
-the cores each used in the measured window, and which process bound the run.
+the cores each used in the measured window, and which process bound the run. The features
+phase's workloads (java-txn-produce, java-filter-consume-*, java-timer) get a third.
 """
 import json
 import pathlib
@@ -43,8 +44,20 @@ def latency(direction, q):
     return lambda r, p: ((r.get(direction) or {}).get("latency_us") or {}).get(q)
 
 
+# The summaries a result may hold; each counts its messages for the CPU per message.
+DIRECTIONS = ("produce", "consume", "timer")
+
+
+def timer(key):
+    return lambda r, p: (r.get("timer") or {}).get(key)
+
+
+def lateness(q):
+    return lambda r, p: ((r.get("timer") or {}).get("lateness_ms") or {}).get(q)
+
+
 def loadgen_cpu_per_million(r, p):
-    moved = sum((r.get(d) or {}).get("messages", 0) for d in ("produce", "consume"))
+    moved = sum((r.get(d) or {}).get("messages", 0) for d in DIRECTIONS)
     cpu = (r.get("cpu") or {}).get("loadgen_s")
     return cpu / moved * 1e6 if moved and cpu is not None else None
 
@@ -57,7 +70,7 @@ def cores(process):
 
 
 def cpu_per_million(r, p):
-    moved = sum((r.get(d) or {}).get("messages", 0) for d in ("produce", "consume"))
+    moved = sum((r.get(d) or {}).get("messages", 0) for d in DIRECTIONS)
     return p["cpu_s"] / moved * 1e6 if moved and p else None
 
 
@@ -108,6 +121,29 @@ def java_rows(enc):
 
 JAVA_ROWS = [row for enc in JAVA_ENCODINGS for row in java_rows(enc)]
 
+# The features phase (side-by-side.sh --phases features): transactions, SQL92, timers.
+FEATURE_ROWS = [
+    ("java-txn-produce", "transactional produce", "msg/s", produce("msg_per_s"), "higher"),
+    ("java-txn-produce", "send p99", "µs", latency("produce", "p99"), "lower"),
+    ("java-txn-produce", "broker CPU per M msgs", "s", cpu_per_million, "lower"),
+    ("java-txn-produce", "load generator CPU per M msgs", "s", loadgen_cpu_per_million, "lower"),
+    ("java-txn-produce", "broker cores used", "cores", cores("broker_s"), "same"),
+    ("java-txn-produce", "load generator cores used", "cores", cores("loadgen_s"), "same"),
+    ("java-filter-consume-all", "consume, `*`", "msg/s", consume("msg_per_s"), "higher"),
+    ("java-filter-consume-all", "backlog drained in", "s", consume("seconds"), "lower"),
+    ("java-filter-consume-all", "broker CPU per M deliveries", "s", cpu_per_million, "lower"),
+    ("java-filter-consume-sql92", "consume, SQL92 `bench_n < 50`", "msg/s", consume("msg_per_s"), "higher"),
+    ("java-filter-consume-sql92", "backlog drained in", "s", consume("seconds"), "lower"),
+    ("java-filter-consume-sql92", "broker CPU per M deliveries", "s", cpu_per_million, "lower"),
+    ("java-timer", "timer delivery", "msg/s", timer("msg_per_s"), "higher"),
+    ("java-timer", "lateness p50", "ms", lateness("p50"), "lower"),
+    ("java-timer", "lateness p99", "ms", lateness("p99"), "lower"),
+    ("java-timer", "lateness p99.9", "ms", lateness("p999"), "lower"),
+    ("java-timer", "lateness max", "ms", lateness("max"), "lower"),
+    ("java-timer", "delivered early", "msgs", timer("early"), "lower"),
+    ("java-timer", "broker CPU per M deliveries", "s", cpu_per_million, "lower"),
+]
+
 # Added to the table when ringmq-base ran: what a change costs per message in every workload,
 # and the memory of every broker start (sync-1k and e2e are starts of their own).
 EXTRA_ROWS = [
@@ -153,7 +189,7 @@ def values(out, kind, workload, extract, sources=None):
     return found
 
 
-WORKLOADS = {row[0] for row in ROWS + EXTRA_ROWS + JAVA_ROWS}
+WORKLOADS = {row[0] for row in ROWS + EXTRA_ROWS + JAVA_ROWS + FEATURE_ROWS}
 
 
 def kinds_ran(out):
@@ -222,7 +258,7 @@ def errors(out):
     lines = []
     for path in sorted(out.glob("*/*.json")):
         result = load(path)
-        for direction in ("produce", "consume"):
+        for direction in DIRECTIONS:
             summary = (result or {}).get(direction) or {}
             if summary.get("error_count"):
                 lines.append(f"- {path.parent.name}/{path.stem} {direction}: {summary['errors']}")
@@ -317,6 +353,9 @@ def main():
             columns_table(out, kinds, rows, f"Side by side, {reps} repetition(s)")
     if any(ran(out, k, JAVA_ROWS) for k in kinds):
         java_table(out, kinds, reps)
+    if any(ran(out, k, FEATURE_ROWS) for k in kinds):
+        columns_table(out, kinds, FEATURE_ROWS,
+                      f"\nTransactions, SQL92 and timers, official Java client (JSON headers), {reps} repetition(s)")
     limits = load(out / "physical-limits.json")
     if limits:
         r = limits["results"]

@@ -93,6 +93,22 @@ class TableTest(unittest.TestCase):
         self.assertIn("| java-consume-rocketmq | load generator and host CPU (1.90 of 2 cores busy, "
                       "0.70 by other processes) |", text)
 
+    def test_features_table(self):
+        # Timer deliveries count as the messages of the CPU per message; lateness is in ms.
+        for kind, rate, p99, broker in (("apache", 5000.0, 900, 20.0), ("ringmq", 10000.0, 450, 5.0)):
+            timer = {"messages": 100_000, "msg_per_s": rate, "early": 0,
+                     "lateness_ms": {"p50": 300, "p99": p99, "p999": p99, "max": p99}}
+            self.put(1, kind, "java-timer", {"timer": timer, "cpu": {"wall_s": 10.0, "broker_s": broker}},
+                     cpu_s=broker)
+        text = self.render()
+        self.assertIn("Transactions, SQL92 and timers", text)
+        rate = next(line for line in text.splitlines() if line.startswith("| java-timer | timer delivery |"))
+        self.assertIn("| 5000 | 10000 | 2.00× | higher |", rate)
+        late = next(line for line in text.splitlines() if line.startswith("| java-timer | lateness p99 |"))
+        self.assertIn("| 900 | 450 | 0.50× | lower |", late)
+        cpu = next(line for line in text.splitlines() if line.startswith("| java-timer | broker CPU per M"))
+        self.assertIn("| 200 | 50.00 | 0.25× |", cpu)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -12,14 +12,19 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 
 /**
@@ -30,9 +35,21 @@ import org.apache.rocketmq.remoting.protocol.RemotingCommand;
  * JVM's (-Drocketmq.serialize.type=JSON|ROCKETMQ) and is reported as the client saw it.
  *
  *   produce --namesrv A --topic T --threads N --size B --seconds S --max-messages M
- *           [--warmup-seconds W] [--broker-pid P] [--clk-tck HZ] --json FILE
- *   consume --namesrv A --topic T --group G --expect M --seconds S [--threads N]
+ *           [--warmup-seconds W] [--transactional 1] [--filter-props 1]
  *           [--broker-pid P] [--clk-tck HZ] --json FILE
+ *   consume --namesrv A --topic T --group G --expect M --seconds S [--threads N] [--sql92 EXPR]
+ *           [--check-below K]
+ *           [--broker-pid P] [--clk-tck HZ] --json FILE
+ *   timer   --namesrv A --topic T --group G --count N --lead-seconds L --spread-seconds S
+ *           [--threads N] [--size B] [--broker-pid P] [--clk-tck HZ] --json FILE
+ *
+ * --transactional sends every message as a transaction (TransactionMQProducer, a local
+ * transaction that commits at once: half, then END_TRANSACTION). --filter-props gives each
+ * message the user property bench_n = its sequence number mod 100, for --sql92 consumers (e.g.
+ * "bench_n < 50" selects half). timer sends --count 5.x timer messages (setDeliverTimeMs) due
+ * evenly over --spread-seconds from --lead-seconds after the start, so all are pending at once
+ * when the sends finish within the lead, and a push consumer records each delivery's error
+ * (receipt time minus due time, from the message's bench_due property).
  *
  * Both are bounded in count and time. The CPU of this JVM and of the broker (utime + stime from
  * /proc) is read at the edges of the measured window, so both cover exactly the messages counted:
@@ -46,6 +63,11 @@ public final class JavaBench {
     static final long MAX_MESSAGES = 20_000_000L;
     static final int MAX_SIZE = 1 << 20;
     static final int MAX_THREADS = 1024;
+    /**
+     * --filter-props gives bench_n = sequence mod 100: "bench_n < 50" selects half, and a
+     * --check-below consumer counts a delivery at or above its bound as a filter failure.
+     */
+    static final long FILTER_HALF = 50;
     /** After a failed send a thread pauses (Apache's benchmark sleeps 3 s; a 10 s run cannot). */
     static final long ERROR_PAUSE_MS = 100;
 
@@ -65,6 +87,7 @@ public final class JavaBench {
         switch (args[0]) {
             case "produce" -> json = produce(o);
             case "consume" -> json = consume(o);
+            case "timer" -> json = timer(o);
             default -> {
                 usage("unknown command " + args[0]);
                 return;
@@ -91,11 +114,10 @@ public final class JavaBench {
         long maxMessages = o.longer("max-messages", 2_000_000L, 1, MAX_MESSAGES);
         Cpu cpu = new Cpu(o);
 
-        DefaultMQProducer producer = new DefaultMQProducer("java_bench_producer");
-        producer.setNamesrvAddr(o.str("namesrv"));
-        producer.setInstanceName("java-bench-" + ProcessHandle.current().pid());
-        producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
-        producer.start();
+        boolean transactional = o.integer("transactional", 0, 0, 1) == 1;
+        boolean filterProps = o.integer("filter-props", 0, 0, 1) == 1;
+        DefaultMQProducer producer = startProducer(o, transactional);
+        AtomicLong sequence = new AtomicLong();
         byte[] body = new byte[size];
         java.util.Arrays.fill(body, (byte) 'a');
 
@@ -103,6 +125,7 @@ public final class JavaBench {
         AtomicLong phase = new AtomicLong(warmup > 0 ? 0 : 1);
         AtomicLong tickets = new AtomicLong(maxMessages);
         LongAdder sent = new LongAdder();
+        LongAdder sentBelowHalf = new LongAdder();
         Histogram latency = new Histogram();
         Map<String, LongAdder> errors = new ConcurrentHashMap<>();
         List<Thread> senders = new ArrayList<>();
@@ -114,12 +137,21 @@ public final class JavaBench {
                         return;
                     }
                     Message msg = new Message(p == 0 ? topic + "-warmup" : topic, body);
+                    long benchN = sequence.getAndIncrement() % 100;
+                    if (filterProps) {
+                        msg.putUserProperty("bench_n", Long.toString(benchN));
+                    }
                     long begin = System.nanoTime();
                     try {
-                        SendResult r = producer.send(msg);
+                        SendResult r = transactional
+                            ? producer.sendMessageInTransaction(msg, null)
+                            : producer.send(msg);
                         if (p == 1) {
                             if (r.getSendStatus() == SendStatus.SEND_OK) {
                                 sent.increment();
+                                if (benchN < FILTER_HALF) {
+                                    sentBelowHalf.increment();
+                                }
                                 latency.record((System.nanoTime() - begin) / 1000);
                             } else {
                                 errors.computeIfAbsent(r.getSendStatus().name(), k -> new LongAdder()).increment();
@@ -160,11 +192,43 @@ public final class JavaBench {
         long n = sent.sum();
         double wall = after.wallSeconds(before);
         return "{" + header(o, "produce") + ",\"threads\": " + threads + ",\"size\": " + size
+            + ",\"transactional\": " + transactional
             + ",\"queues\": " + queues + ",\"max_messages\": " + maxMessages
-            + ",\"produce\": {\"messages\": " + n + ",\"seconds\": " + fmt(wall)
+            + ",\"produce\": {\"messages\": " + n + ",\"bench_n_below_half\": " + sentBelowHalf.sum()
+            + ",\"seconds\": " + fmt(wall)
             + ",\"msg_per_s\": " + fmt(n / wall) + ",\"mib_per_s\": " + fmt(n * (double) size / wall / (1 << 20))
             + ",\"latency_us\": " + latency.json() + errorsJson(errors) + "}"
             + ",\"cpu\": " + cpu.json(before, after) + "}";
+    }
+
+    /**
+     * A started producer; a transactional one's local transaction commits at once and its
+     * check-back (never expected: every transaction is decided) answers commit too.
+     */
+    static DefaultMQProducer startProducer(Options o, boolean transactional) throws Exception {
+        DefaultMQProducer producer;
+        if (transactional) {
+            TransactionMQProducer txn = new TransactionMQProducer("java_bench_txn_producer");
+            txn.setTransactionListener(new TransactionListener() {
+                @Override
+                public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                    return LocalTransactionState.COMMIT_MESSAGE;
+                }
+
+                @Override
+                public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                    return LocalTransactionState.COMMIT_MESSAGE;
+                }
+            });
+            producer = txn;
+        } else {
+            producer = new DefaultMQProducer("java_bench_producer");
+        }
+        producer.setNamesrvAddr(o.str("namesrv"));
+        producer.setInstanceName("java-bench-" + ProcessHandle.current().pid());
+        producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
+        producer.start();
+        return producer;
     }
 
     static String consume(Options o) throws Exception {
@@ -180,7 +244,14 @@ public final class JavaBench {
         consumer.setConsumeThreadMin(threads);
         consumer.setConsumeThreadMax(threads);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.subscribe(o.str("topic"), "*");
+        String sql92 = o.m.get("sql92");
+        if (sql92 != null) {
+            consumer.subscribe(o.str("topic"), MessageSelector.bySql(sql92));
+        } else {
+            consumer.subscribe(o.str("topic"), "*");
+        }
+        long checkBelow = o.longer("check-below", Long.MAX_VALUE, 0, Long.MAX_VALUE);
+        LongAdder unfiltered = new LongAdder();
         AtomicLong received = new AtomicLong();
         LongAdder bytes = new LongAdder();
         // The readings at the first delivery and at the one that reached --expect (listener
@@ -190,6 +261,10 @@ public final class JavaBench {
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
             for (var m : msgs) {
                 bytes.add(m.getBody().length);
+                String benchN = m.getUserProperty("bench_n");
+                if (checkBelow != Long.MAX_VALUE && (benchN == null || Long.parseLong(benchN) >= checkBelow)) {
+                    unfiltered.increment();
+                }
                 long k = received.incrementAndGet();
                 if (k == 1) {
                     edges.compareAndSet(0, null, cpu.read());
@@ -210,14 +285,162 @@ public final class JavaBench {
 
         double wall = after.wallSeconds(before);
         double rate = wall > 0 ? n / wall : 0;
-        String errs = complete ? "" : ",\"error_count\": " + (expect - n)
-            + ",\"errors\": {\"not delivered within " + seconds + " s\": " + (expect - n) + "}";
+        Map<String, LongAdder> errors = new TreeMap<>();
+        if (!complete) {
+            errors.computeIfAbsent("not delivered within " + seconds + " s", k -> new LongAdder()).add(expect - n);
+        }
+        if (unfiltered.sum() > 0) {
+            errors.computeIfAbsent("delivered though bench_n >= " + checkBelow, k -> new LongAdder()).add(unfiltered.sum());
+        }
+        String errs = errors.isEmpty() ? "" : errorsJson(errors);
         return "{" + header(o, "consume") + ",\"threads\": " + threads + ",\"expect\": " + expect
+            + ",\"sql92\": " + (sql92 == null ? "null" : "\"" + sql92.replace("\"", "\\\"") + "\"")
             + ",\"consume\": {\"messages\": " + n + ",\"deliveries\": " + received.get()
             + ",\"complete\": " + complete + ",\"seconds\": " + fmt(wall)
             + ",\"msg_per_s\": " + fmt(rate) + ",\"mib_per_s\": " + fmt(wall > 0 ? bytes.sum() / wall / (1 << 20) : 0)
             + errs + "}"
             + ",\"cpu\": " + cpu.json(before, after) + "}";
+    }
+
+    /** A timer run waits for its last due time plus this for the deliveries to arrive. */
+    static final int TIMER_GRACE_SECONDS = 60;
+
+    static String timer(Options o) throws Exception {
+        String topic = o.str("topic");
+        int count = o.integer("count", 100_000, 1, (int) MAX_MESSAGES);
+        int lead = o.integer("lead-seconds", 30, 1, MAX_SECONDS);
+        int spread = o.integer("spread-seconds", 10, 1, MAX_SECONDS);
+        int threads = o.integer("threads", 64, 1, MAX_THREADS);
+        int size = o.integer("size", 1024, 1, MAX_SIZE);
+        Cpu cpu = new Cpu(o);
+        TimerDeliveries deliveries = new TimerDeliveries(count, cpu);
+
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(o.str("group"));
+        consumer.setNamesrvAddr(o.str("namesrv"));
+        consumer.setInstanceName("java-bench-" + ProcessHandle.current().pid());
+        consumer.setConsumeThreadMin(20);
+        consumer.setConsumeThreadMax(20);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(topic, "*");
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            for (var m : msgs) {
+                deliveries.record(m);
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+
+        DefaultMQProducer producer = startProducer(o, false);
+        byte[] body = new byte[size];
+        java.util.Arrays.fill(body, (byte) 't');
+        long firstDue = System.currentTimeMillis() + lead * 1000L;
+        AtomicLong tickets = new AtomicLong();
+        Map<String, LongAdder> errors = new ConcurrentHashMap<>();
+        List<Thread> senders = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            Thread thread = new Thread(() -> {
+                for (long i = tickets.getAndIncrement(); i < count; i = tickets.getAndIncrement()) {
+                    long due = firstDue + i * spread * 1000L / count;
+                    Message msg = new Message(topic, body);
+                    msg.setDeliverTimeMs(due);
+                    msg.putUserProperty("bench_due", Long.toString(due));
+                    msg.putUserProperty("bench_seq", Long.toString(i));
+                    try {
+                        SendResult r = producer.send(msg);
+                        if (r.getSendStatus() != SendStatus.SEND_OK) {
+                            errors.computeIfAbsent(r.getSendStatus().name(), k -> new LongAdder()).increment();
+                        }
+                    } catch (Exception e) {
+                        errors.computeIfAbsent(e.getClass().getSimpleName(), k -> new LongAdder()).increment();
+                    }
+                }
+            }, "timer-sender-" + t);
+            senders.add(thread);
+            thread.start();
+        }
+        for (Thread thread : senders) {
+            thread.join();
+        }
+        long sendsDone = System.currentTimeMillis();
+        producer.shutdown();
+        long lastDue = firstDue + spread * 1000L;
+        long wait = lastDue + TIMER_GRACE_SECONDS * 1000L - System.currentTimeMillis();
+        boolean complete = deliveries.done.await(Math.max(1, wait), TimeUnit.MILLISECONDS);
+        consumer.shutdown();
+        return "{" + header(o, "timer") + ",\"count\": " + count + ",\"threads\": " + threads
+            + ",\"size\": " + size + ",\"lead_s\": " + lead + ",\"spread_s\": " + spread
+            + ",\"timer\": {\"all_pending_before_first_due\": " + (sendsDone < firstDue)
+            + ",\"sends_s\": " + fmt((sendsDone - (firstDue - lead * 1000L)) / 1e3)
+            + ",\"complete\": " + complete + deliveries.json() + errorsJson(errors) + "}"
+            + ",\"cpu\": " + deliveries.cpuJson() + "}";
+    }
+
+    /**
+     * What a timer run's consumer saw: each sequence number's first delivery, its lateness
+     * (receipt minus due time, ms; an early one is counted apart), and the CPU readings at the
+     * first delivery and at the one that completed the set.
+     */
+    static final class TimerDeliveries {
+        final int count;
+        final Cpu cpu;
+        final java.util.concurrent.atomic.AtomicIntegerArray seen;
+        final AtomicLong distinct = new AtomicLong();
+        final LongAdder duplicates = new LongAdder();
+        final LongAdder early = new LongAdder();
+        final AtomicLong earliestMs = new AtomicLong();
+        final Histogram latenessMs = new Histogram();
+        final AtomicReferenceArray<Cpu.Reading> edges = new AtomicReferenceArray<>(2);
+        final CountDownLatch done = new CountDownLatch(1);
+
+        TimerDeliveries(int count, Cpu cpu) {
+            this.count = count;
+            this.cpu = cpu;
+            this.seen = new java.util.concurrent.atomic.AtomicIntegerArray(count);
+        }
+
+        void record(MessageExt m) {
+            long now = System.currentTimeMillis();
+            String due = m.getUserProperty("bench_due"), seq = m.getUserProperty("bench_seq");
+            if (due == null || seq == null) {
+                return; // not this run's
+            }
+            int i = Integer.parseInt(seq);
+            if (i < 0 || i >= count || seen.getAndIncrement(i) > 0) {
+                duplicates.increment();
+                return;
+            }
+            long late = now - Long.parseLong(due);
+            if (late < 0) {
+                early.increment();
+                earliestMs.accumulateAndGet(late, Math::min);
+            } else {
+                latenessMs.record(late);
+            }
+            long k = distinct.incrementAndGet();
+            if (k == 1) {
+                edges.compareAndSet(0, null, cpu.read());
+            }
+            if (k == count) {
+                edges.set(1, cpu.read());
+                done.countDown();
+            }
+        }
+
+        String json() {
+            Cpu.Reading first = edges.get(0), last = edges.get(1);
+            double wall = first != null && last != null ? last.wallSeconds(first) : 0;
+            return ",\"messages\": " + distinct.get() + ",\"duplicates\": " + duplicates.sum()
+                + ",\"early\": " + early.sum() + ",\"earliest_ms\": " + earliestMs.get()
+                + ",\"lateness_ms\": " + latenessMs.json() + ",\"delivery_seconds\": " + fmt(wall)
+                + ",\"msg_per_s\": " + fmt(wall > 0 ? distinct.get() / wall : 0);
+        }
+
+        /** CPU over the delivery window (first to last delivery); the whole run if incomplete. */
+        String cpuJson() {
+            Cpu.Reading first = edges.get(0), last = edges.get(1);
+            Cpu.Reading now = cpu.read();
+            return cpu.json(first != null ? first : now, last != null ? last : now);
+        }
     }
 
     static String header(Options o, String command) {
