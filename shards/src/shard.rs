@@ -18,7 +18,8 @@ use crate::error::{DiskFull, Result, StoreError};
 use crate::event::Event;
 use crate::io::{Clock, Disk};
 use crate::key_index::{
-    index_file_path, persist_index, IndexFile, KeyHit, KeyIndex, KeyQuery, LEGACY_INDEX_FILE,
+    index_file_path, parse_sealed_name, persist_index, seal_segments, IndexFile, KeyHit, KeyIndex,
+    KeyQuery, SealedIndex, LEGACY_INDEX_FILE,
 };
 use crate::meta_file::{read_meta, write_meta, MetaReader, MetaWriter};
 use crate::offset::{segment_file_name, PhysicalOffset};
@@ -268,14 +269,40 @@ async fn load_index<D: Disk>(
             Ok(true)
         }
         IndexFiles::PerSegment(files) => {
+            load_sealed(disk, dir, index).await?;
             for &(start, bytes) in files {
-                let file = AppendFile::open(disk, &index_file_path(dir, start), bytes).await?;
+                let path = index_file_path(dir, start);
+                if index.is_sealed(start) {
+                    // Sealed after this checkpoint; its append file may not be gone yet.
+                    remove_if_there(disk, &path).await?;
+                    continue;
+                }
+                let file = AppendFile::open(disk, &path, bytes).await?;
                 index.load(&file.read_prefix(bytes).await?)?;
                 index.files.insert(start, IndexFile { bytes, file: None });
             }
             Ok(disk.exists(&legacy).await?)
         }
     }
+}
+
+/// Opens every sealed index (headers only) and removes the half-written copy a crash
+/// during sealing may have left.
+async fn load_sealed<D: Disk>(
+    disk: &D,
+    dir: &std::path::Path,
+    index: &mut KeyIndex<D::File>,
+) -> Result<()> {
+    let index_dir = dir.join("index");
+    for name in disk.list_dir(&index_dir).await? {
+        if let Some(start) = parse_sealed_name(&name) {
+            let sealed = SealedIndex::open(disk, &index_dir.join(&name), start).await?;
+            index.add_sealed(start, sealed);
+        } else if name.ends_with(".sealed.tmp") {
+            disk.remove(&index_dir.join(&name)).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Unlinks `path`; one already gone is fine (a removal repeated after a crash or a failure,
@@ -331,12 +358,13 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let mut index = KeyIndex::new(config.index_entries_max, segment_bytes);
         let legacy_index = load_index(&disk, dir, &mut index, &checkpoint.index).await?;
         let index_loaded = started.elapsed();
-        let (queue_entries_loaded, index_hits_loaded) = (
+        let (queue_entries_loaded, index_hits_loaded, index_hits_sealed) = (
             queues
                 .iter()
                 .map(|(_, _, q)| q.entries.len())
                 .sum::<usize>(),
             index.hits(),
+            index.sealed_hits(),
         );
         let deleted = TopicTombstones::from(checkpoint.deleted_topics.clone());
         let mut segment_times = SegmentTimes::from(checkpoint.segments.clone());
@@ -440,6 +468,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             shard = shard.config.shard_id,
             queue_entries_loaded,
             index_hits_loaded,
+            index_hits_sealed,
             scanned_bytes = end.local - checkpoint.log.local,
             queues_ms = queues_loaded.as_millis() as u64,
             index_ms = (index_loaded - queues_loaded).as_millis() as u64,
@@ -798,7 +827,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             .served_from
             .get()
             .max(self.deleted_topics.borrow().end_of(query.topic));
-        let locals = self.index.borrow().query(&capped, served_from);
+        let locals = KeyIndex::query(&self.index, &capped, served_from).await?;
         let mut records = Vec::new();
         for local in locals.into_iter().filter(|l| *l < visible_end) {
             let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
@@ -937,6 +966,8 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             queue.persisted = end;
         }
         persist_index(&self.index, &self.disk, &self.config.dir, boundary.local).await?;
+        let sealable_below = boundary.local.min(self.log.active_segment());
+        seal_segments(&self.index, &self.disk, &self.config.dir, sealable_below).await?;
         let checkpoint = self.checkpoint_at(boundary).encode();
         if *self.checkpoint_written.borrow() != checkpoint {
             let seq = self.checkpoint_seq.get() + 1;
@@ -990,8 +1021,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let first = self.log.first_segment();
         let mut removed = false;
         for name in self.disk.list_dir(&dir).await? {
-            let orphan = crate::offset::parse_segment_file_name(&name).is_some_and(|start| {
-                start < first && !self.index.borrow().files.contains_key(&start)
+            let start =
+                crate::offset::parse_segment_file_name(&name).or_else(|| parse_sealed_name(&name));
+            let orphan = start.is_some_and(|start| {
+                let index = self.index.borrow();
+                start < first && !index.files.contains_key(&start) && !index.is_sealed(start)
             });
             if orphan {
                 self.disk.remove(&dir.join(&name)).await?;
@@ -1035,5 +1069,10 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     /// Key-index hits held in memory.
     pub fn index_hits(&self) -> usize {
         self.index.borrow().hits()
+    }
+
+    /// Key-index hits in sealed files (on disk, not in memory).
+    pub fn index_hits_sealed(&self) -> u64 {
+        self.index.borrow().sealed_hits()
     }
 }

@@ -24,7 +24,7 @@
 use super::Shard;
 use crate::error::Result;
 use crate::io::{Clock, Disk};
-use crate::key_index::index_file_path;
+use crate::key_index::{index_file_path, sealed_path};
 use crate::schedule::SCHEDULE_TOPIC;
 use std::collections::{BTreeMap, HashMap};
 
@@ -221,14 +221,20 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             let trimmed = self.trim_queues(end);
             let entries = trimmed.values().map(|(old, new)| new - old).sum();
             let lags = self.lags(&trimmed);
-            self.index.borrow_mut().files.remove(&start);
+            self.index.borrow_mut().forget_segment(start);
             self.deleted_topics.borrow_mut().forget_below(end);
             self.persist_once().await?;
             (entries, lags)
         };
         self.log.remove_first_segment(start).await?;
-        let index_file = index_file_path(&self.config.dir, start);
-        if super::remove_if_there(&self.disk, &index_file).await? {
+        let mut removed = false;
+        for file in [
+            index_file_path(&self.config.dir, start),
+            sealed_path(&self.config.dir, start),
+        ] {
+            removed |= super::remove_if_there(&self.disk, &file).await?;
+        }
+        if removed {
             self.disk.sync_dir(&self.path("index")).await?;
         }
         self.segment_times.borrow_mut().remove(start);

@@ -1,13 +1,21 @@
 //! The message-key index: `topic#key` → records, for every token of the KEYS property and for
-//! UNIQ_KEY (RocketMQ's IndexFile semantics). Held in memory; persisted lazily, one
-//! append-only file per commit-log segment, `index/<20-digit segment start>`, of entries
-//! `key_len u16 | key | local offset u64 | store timestamp i64` for the records of that
-//! segment; the checkpoint says how many bytes of each are valid. When retention removes a
-//! segment, its hits leave memory (oldest first, in bounded steps) and its file goes with it.
+//! UNIQ_KEY (RocketMQ's IndexFile semantics).
 //!
-//! Memory: per hit 16 bytes (`KeyHit`) in its key's list (inline for a key's only hit, as
-//! every UNIQ_KEY's is) plus 16 (the key's `Rc`) in the trimming order, and each distinct key
-//! once.
+//! The hits of segments the log still writes to, or has not made durable past, are held in
+//! memory and persisted lazily, one append-only file per commit-log segment,
+//! `index/<20-digit segment start>`, of entries `key_len u16 | key | local offset u64 | store
+//! timestamp i64`; the checkpoint says how many bytes of each are valid. Once the log has
+//! left a segment and its hits are durable, the segment is sealed ([`sealed`]): its hits are
+//! written sorted by key hash to `index/<start>.sealed`, leave memory (oldest first, in
+//! bounded steps), and its append file goes. So memory and start-up hold only the unsealed
+//! segments' hits (one or two segments), whatever the log's size. When retention removes a
+//! segment, its files go with it.
+//!
+//! Memory per unsealed hit: 16 bytes (`KeyHit`) in its key's list (inline for a key's only
+//! hit, as every UNIQ_KEY's is), 16 (the key's `Rc`) in the trimming order, 24 in the
+//! segment's list to seal, and each distinct key once; per sealed hit about 0.05 bytes.
+
+mod sealed;
 
 use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
@@ -15,10 +23,15 @@ use crate::io::Disk;
 use crate::offset::segment_file_name;
 use crate::record::{find_property, property};
 use crate::FastMap;
+use sealed::{key_hash, write_sealed, SealedEntry};
+pub use sealed::{parse_sealed_name, sealed_path, SealedIndex};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+
+/// Hits dropped from memory per step once their segment is sealed, with a yield between.
+const SEAL_TRIM_BATCH: usize = 4096;
 
 /// Longest key indexed (topic + '#' + key); longer keys are not indexed rather than stored
 /// with a length that would not fit the entry format.
@@ -118,6 +131,12 @@ pub struct KeyIndex<F> {
     pending: Vec<(Rc<str>, KeyHit)>,
     /// The index files by segment start.
     pub files: BTreeMap<u64, IndexFile<F>>,
+    /// Per unsealed segment (by start), its hits as they will be sealed.
+    unsealed: BTreeMap<u64, Vec<SealedEntry>>,
+    /// The sealed segments' indexes, by start; shared with lookups in flight.
+    sealed: BTreeMap<u64, Rc<SealedIndex<F>>>,
+    /// Every hit below this is in a sealed file (the end of the newest sealed segment).
+    sealed_end: u64,
     /// Keys skipped because the index was full (reported, not silent).
     pub skipped: u64,
     /// Where `add` writes `topic#key`, kept so that no string is made per key looked up.
@@ -142,6 +161,9 @@ impl<F> KeyIndex<F> {
             segment_bytes,
             pending: Vec::new(),
             files: BTreeMap::new(),
+            unsealed: BTreeMap::new(),
+            sealed: BTreeMap::new(),
+            sealed_end: 0,
             skipped: 0,
             scratch: String::new(),
         }
@@ -170,11 +192,21 @@ impl<F> KeyIndex<F> {
             }
         };
         self.order.push_back(key.clone());
+        let start = hit.local - hit.local % self.segment_bytes;
+        self.unsealed.entry(start).or_default().push(SealedEntry {
+            hash: hash_of_index_key(&key),
+            local: hit.local,
+            store_timestamp_ms: hit.store_timestamp_ms,
+        });
         Some(key)
     }
 
     /// Indexes a record's UNIQ_KEY and KEYS tokens.
     pub fn add(&mut self, topic: &str, properties: &str, hit: KeyHit) {
+        if hit.local < self.sealed_end {
+            // Recovery re-reading a record of a segment sealed after the last checkpoint.
+            return;
+        }
         let uniq = find_property(properties, property::UNIQ_KEY);
         let keys = find_property(properties, property::KEYS).unwrap_or("");
         let mut scratch = std::mem::take(&mut self.scratch);
@@ -192,8 +224,42 @@ impl<F> KeyIndex<F> {
     }
 
     /// The most recent records matching `query` at or above `served_from` (the local offset
-    /// below which nothing is served any more), in log order.
-    pub fn query(&self, query: &KeyQuery<'_>, served_from: u64) -> Vec<u64> {
+    /// below which nothing is served any more), in log order: those of unsealed segments,
+    /// then, while fewer than `query.max`, of sealed ones, newest segment first.
+    pub async fn query(
+        this: &RefCell<Self>,
+        query: &KeyQuery<'_>,
+        served_from: u64,
+    ) -> Result<Vec<u64>>
+    where
+        F: crate::io::DiskFile,
+    {
+        let (mut found, sealed) = {
+            let index = this.borrow();
+            let found = index.query_unsealed(query, served_from.max(index.sealed_end));
+            let sealed: Vec<_> = index
+                .sealed
+                .range(served_from - served_from % index.segment_bytes..)
+                .rev()
+                .map(|(_, s)| s.clone())
+                .collect();
+            (found, sealed)
+        };
+        let hash = key_hash(query.topic, query.key);
+        let time = query.begin_ms..=query.end_ms;
+        for segment in sealed {
+            if found.len() >= query.max {
+                break;
+            }
+            let keep =
+                |e: &SealedEntry| e.local >= served_from && time.contains(&e.store_timestamp_ms);
+            let older = segment.lookup(hash, query.max - found.len(), keep).await?;
+            found.splice(0..0, older.into_iter().map(|e| e.local));
+        }
+        Ok(found)
+    }
+
+    fn query_unsealed(&self, query: &KeyQuery<'_>, served_from: u64) -> Vec<u64> {
         let Some(hits) = self.map.get(index_key(query.topic, query.key).as_str()) else {
             return Vec::new();
         };
@@ -257,6 +323,39 @@ impl<F> KeyIndex<F> {
         self.pending.drain(..count);
     }
 
+    /// The oldest unsealed segment with hits that lies wholly below `below`.
+    fn sealable(&self, below: u64) -> Option<u64> {
+        let (&start, _) = self.unsealed.first_key_value()?;
+        (start + self.segment_bytes <= below).then_some(start)
+    }
+
+    /// Takes a sealed index in (at start, or once written): its segment's hits are served
+    /// from it from now on. Returns the segment's end.
+    pub fn add_sealed(&mut self, start: u64, index: SealedIndex<F>) -> u64 {
+        let end = start + self.segment_bytes;
+        self.sealed.insert(start, Rc::new(index));
+        self.files.remove(&start);
+        self.unsealed.remove(&start);
+        self.sealed_end = self.sealed_end.max(end);
+        end
+    }
+
+    pub fn is_sealed(&self, start: u64) -> bool {
+        self.sealed.contains_key(&start)
+    }
+
+    /// Forgets a segment retention removes (its memory hits are trimmed apart).
+    pub fn forget_segment(&mut self, start: u64) {
+        self.files.remove(&start);
+        self.unsealed.remove(&start);
+        self.sealed.remove(&start);
+    }
+
+    /// Hits held in sealed files.
+    pub fn sealed_hits(&self) -> u64 {
+        self.sealed.values().map(|s| s.entries()).sum()
+    }
+
     /// Loads persisted entries (already durable, so not pending).
     pub fn load(&mut self, bytes: &[u8]) -> Result<()> {
         decode_entries(bytes, |key, hit| {
@@ -311,6 +410,49 @@ pub(crate) async fn persist_index<D: Disk>(
         }
     }
     Ok(())
+}
+
+/// Seals every segment with hits wholly below `below` (the log has left it and its hits
+/// are durable in its append file), oldest first: writes its sealed file, drops its hits from
+/// memory in bounded steps, removes its append file. On an error the segment stays unsealed,
+/// to be sealed by a later call.
+pub(crate) async fn seal_segments<D: Disk>(
+    index: &RefCell<KeyIndex<D::File>>,
+    disk: &D,
+    dir: &Path,
+    below: u64,
+) -> Result<()> {
+    loop {
+        let (start, mut entries) = {
+            let mut index = index.borrow_mut();
+            let Some(start) = index.sealable(below) else {
+                return Ok(());
+            };
+            (start, index.unsealed.remove(&start).expect("sealable"))
+        };
+        let sealed = match write_sealed(disk, dir, start, &mut entries).await {
+            Ok(sealed) => sealed,
+            Err(err) => {
+                index.borrow_mut().unsealed.insert(start, entries);
+                return Err(err);
+            }
+        };
+        let end = index.borrow_mut().add_sealed(start, sealed);
+        while !index.borrow_mut().trim_below(end, SEAL_TRIM_BATCH) {
+            futures_lite::future::yield_now().await;
+        }
+        match disk.remove(&index_file_path(dir, start)).await {
+            Ok(()) => disk.sync_dir(&dir.join("index")).await?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The hash of an index key `topic#key` as [`key_hash`] makes it from its two parts.
+fn hash_of_index_key(key: &str) -> u64 {
+    let (topic, rest) = key.split_once('#').unwrap_or((key, ""));
+    key_hash(topic, rest)
 }
 
 fn decode_entries(mut bytes: &[u8], mut each: impl FnMut(&str, KeyHit)) -> Result<()> {
@@ -384,12 +526,29 @@ mod tests {
         let props = "KEYS\u{1}a b\u{2}UNIQ_KEY\u{1}U1\u{2}";
         index.add("T", props, hit(10, 1000));
         index.add("T", "KEYS\u{1}a\u{2}", hit(20, 2000));
-        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 10), 0), vec![10, 20]);
-        assert_eq!(index.query(&q("T", "a", 1500, 2500, 10), 0), vec![20]);
-        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 1), 0), vec![20]);
-        assert_eq!(index.query(&q("T", "U1", 0, i64::MAX, 10), 0), vec![10]);
-        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 10), 15), vec![20]);
-        assert!(index.query(&q("U", "a", 0, i64::MAX, 10), 0).is_empty());
+        assert_eq!(
+            index.query_unsealed(&q("T", "a", 0, i64::MAX, 10), 0),
+            vec![10, 20]
+        );
+        assert_eq!(
+            index.query_unsealed(&q("T", "a", 1500, 2500, 10), 0),
+            vec![20]
+        );
+        assert_eq!(
+            index.query_unsealed(&q("T", "a", 0, i64::MAX, 1), 0),
+            vec![20]
+        );
+        assert_eq!(
+            index.query_unsealed(&q("T", "U1", 0, i64::MAX, 10), 0),
+            vec![10]
+        );
+        assert_eq!(
+            index.query_unsealed(&q("T", "a", 0, i64::MAX, 10), 15),
+            vec![20]
+        );
+        assert!(index
+            .query_unsealed(&q("U", "a", 0, i64::MAX, 10), 0)
+            .is_empty());
         let pieces = index.encode_pending(15);
         assert_eq!(pieces.len(), 1);
         let (start, encoded, count) = &pieces[0];
@@ -402,8 +561,13 @@ mod tests {
         assert_eq!(index.encode_pending(u64::MAX)[0].2, 1);
         let mut reloaded: KeyIndex<()> = KeyIndex::new(100, 4096);
         reloaded.load(encoded).unwrap();
-        assert_eq!(reloaded.query(&q("T", "b", 0, i64::MAX, 10), 0), vec![10]);
-        assert!(reloaded.query(&q("T", "a", 1500, 2500, 10), 0).is_empty());
+        assert_eq!(
+            reloaded.query_unsealed(&q("T", "b", 0, i64::MAX, 10), 0),
+            vec![10]
+        );
+        assert!(reloaded
+            .query_unsealed(&q("T", "a", 1500, 2500, 10), 0)
+            .is_empty());
         assert!(
             reloaded.encode_pending(u64::MAX).is_empty(),
             "loaded is durable"
@@ -445,15 +609,23 @@ mod tests {
         assert!(index.trim_below(55, 100));
         assert_eq!(index.hits(), 8);
         assert_eq!(
-            index.query(&q("T", "all", 0, i64::MAX, 10), 0),
+            index.query_unsealed(&q("T", "all", 0, i64::MAX, 10), 0),
             [60, 70, 80, 90]
         );
-        assert_eq!(index.query(&q("T", "k0", 0, i64::MAX, 10), 0), [60, 90]);
+        assert_eq!(
+            index.query_unsealed(&q("T", "k0", 0, i64::MAX, 10), 0),
+            [60, 90]
+        );
         assert!(index.trim_below(1000, 100));
         assert_eq!(index.hits(), 0);
-        assert!(index.query(&q("T", "all", 0, i64::MAX, 10), 0).is_empty());
+        assert!(index
+            .query_unsealed(&q("T", "all", 0, i64::MAX, 10), 0)
+            .is_empty());
         index.add("T", "KEYS\u{1}all\u{2}", hit(2000, 1));
-        assert_eq!(index.query(&q("T", "all", 0, i64::MAX, 10), 0), [2000]);
+        assert_eq!(
+            index.query_unsealed(&q("T", "all", 0, i64::MAX, 10), 0),
+            [2000]
+        );
     }
 
     #[test]
@@ -461,6 +633,9 @@ mod tests {
         let mut index: KeyIndex<()> = KeyIndex::new(1, 4096);
         index.add("T", "KEYS\u{1}a b\u{2}", hit(1, 1));
         assert_eq!(index.skipped, 1);
-        assert_eq!(index.query(&q("T", "a", 0, i64::MAX, 10), 0), vec![1]);
+        assert_eq!(
+            index.query_unsealed(&q("T", "a", 0, i64::MAX, 10), 0),
+            vec![1]
+        );
     }
 }
