@@ -25,11 +25,15 @@ use std::rc::Rc;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-/// Memory each shard registers with io_uring for its DMA buffers. The default container
-/// memlock limit is 8 MiB (see kernel-config.md); 2 MiB per shard lets two shards and the
-/// embedded NameServer fit. On a host with a raised limit glommio could use more, but the
-/// commit log's own arena blocks are what carry the data.
-pub const SHARD_IO_MEMORY_BYTES: usize = 2 << 20;
+/// Memory each shard registers with io_uring for its DMA buffers. What one shard can have in
+/// flight at once: a group-commit write (`group_commit_bytes_max`, 1 MiB, plus a block), the
+/// zeroing ahead of it (up to `zero_ahead_bytes`, 1 MiB, only beside a write under half of
+/// it), a cold read (a 256 KiB span), and a persist's write (an index seal's 256 KiB chunk,
+/// a consume-queue append, the checkpoint): under 3 MiB. Past the arena glommio silently
+/// takes plain memory and the kernel copies every byte (`tests/broker_fixed_io.rs` fails
+/// then; at 2 MiB it saw such writes). The default container memlock limit is 8 MiB (see
+/// kernel-config.md; root is not limited): two shards and the embedded NameServer fit.
+pub const SHARD_IO_MEMORY_BYTES: usize = 3 << 20;
 /// How long consume queues, the index and consumer offsets may lag the log on disk
 /// (RocketMQ flushes consume queues every second and persists offsets every 5 s).
 pub const PERSIST_INTERVAL: Duration = Duration::from_secs(1);

@@ -35,8 +35,9 @@ const HEADER_FIXED_BYTES: usize = 8 + 4 + 4 + 8 + 8;
 /// Entries sorted in one go before the executor is yielded: sealing a segment of millions of
 /// hits must not hold a shard's appends for the whole sort (2^16 entries sort in ~2 ms).
 const SORT_STEP: usize = 1 << 16;
-/// Pages gathered into one write (1 MiB): few I/Os, a bounded buffer.
-const WRITE_PAGES: usize = 256;
+/// Pages gathered into one write (256 KiB): few I/Os, and a buffer that fits the shard's
+/// registered arena beside a group commit in flight (see the broker's SHARD_IO_MEMORY_BYTES).
+const WRITE_PAGES: usize = 64;
 /// A key's hits in one segment are read at most this many pages at a time, so a hot key
 /// (millions of hits of one KEYS token) costs bounded memory per read.
 const READ_PAGES_MAX: usize = 64;
