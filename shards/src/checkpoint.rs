@@ -3,17 +3,19 @@
 //! (`meta_file`) by every persist; recovery loads the state it names and scans the log from
 //! `log` on.
 //!
-//! Payload, version 2: `u64::MAX | u32 2 | log local u64 | chain u32 |` then four lists, each
+//! Payload, version 3: `u64::MAX | u32 3 | log local u64 | chain u32 |` then four lists, each
 //! `u32 count` and its items:
 //! - queues `(topic, queue id u32, min offset u64, end offset u64)`: entries `[min, end)` of
 //!   the queue's file are valid (entries below `min` went with their segment);
 //! - segments `(start u64, newest store ms u64)`: the newest record of each segment, which
 //!   says when it expires;
-//! - index files `(segment start u64, valid bytes u64)`: one key-index file per segment;
+//! - index files `(segment start u64, valid bytes u64)`: the append-only key-index file of
+//!   each unsealed segment, `index/<start>.hits` (hashed entries);
 //! - deleted topics `(topic, log end u64)`: records of the topic below that log position
 //!   belong to its deleted incarnation and are neither served nor recovered.
 //!
-//! Version 1 (before retention; no marker): `log local u64 | chain u32 | index bytes u64 |
+//! Version 2 is the same, its index files being `index/<start>` of keys (before hashed
+//! entries). Version 1 (before retention; no marker): `log local u64 | chain u32 | index bytes u64 |
 //! u32 count, (topic, queue id u32, end u64)*`, with one index file `index/keys`. It is read
 //! as min offsets 0, no segment times (segments count from the open), the single index file.
 
@@ -23,7 +25,9 @@ use crate::meta_file::{MetaReader, MetaWriter};
 
 /// First 8 bytes of a versioned payload: a log position no shard reaches.
 const VERSIONED: u64 = u64::MAX;
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
+/// Index files of keys, not hashes.
+const VERSION_KEYED_INDEX: u32 = 2;
 
 /// One queue's persisted range.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +43,9 @@ pub struct QueueRange {
 pub enum IndexFiles {
     /// Version 1: the single `index/keys` with this many valid bytes.
     Legacy(u64),
-    /// One file per commit-log segment: (segment start, valid bytes).
+    /// Version 2: one file of keys per commit-log segment: (segment start, valid bytes).
+    KeyedPerSegment(Vec<(u64, u64)>),
+    /// One file of hashed entries per unsealed segment: (segment start, valid bytes).
     PerSegment(Vec<(u64, u64)>),
 }
 
@@ -75,7 +81,9 @@ impl Checkpoint {
         }
         let files: &[(u64, u64)] = match &self.index {
             IndexFiles::PerSegment(files) => files,
-            IndexFiles::Legacy(_) => unreachable!("a checkpoint is written in version 2"),
+            IndexFiles::Legacy(_) | IndexFiles::KeyedPerSegment(_) => {
+                unreachable!("a checkpoint is written in version {VERSION}")
+            }
         };
         w.u32(files.len() as u32);
         for (start, bytes) in files {
@@ -95,7 +103,7 @@ impl Checkpoint {
             return Self::decode_v1(first, r);
         }
         let version = r.u32()?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_KEYED_INDEX {
             return Err(crate::error::StoreError::Corrupt {
                 file: "checkpoint".into(),
                 reason: format!("version {version} unknown"),
@@ -129,7 +137,11 @@ impl Checkpoint {
             log,
             queues,
             segments,
-            index: IndexFiles::PerSegment(files),
+            index: if version == VERSION_KEYED_INDEX {
+                IndexFiles::KeyedPerSegment(files)
+            } else {
+                IndexFiles::PerSegment(files)
+            },
             deleted_topics,
         })
     }
@@ -166,7 +178,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn version_2_round_trips() {
+    fn version_3_round_trips_and_version_2_names_keyed_index_files() {
         let checkpoint = Checkpoint {
             log: LogPosition {
                 local: 8192,
@@ -189,6 +201,12 @@ mod tests {
         let mut truncated = checkpoint.encode();
         truncated.pop();
         assert!(Checkpoint::decode(&truncated).is_err());
+        let mut v2 = checkpoint.encode();
+        v2[8..12].copy_from_slice(&VERSION_KEYED_INDEX.to_be_bytes());
+        assert_eq!(
+            Checkpoint::decode(&v2).unwrap().index,
+            IndexFiles::KeyedPerSegment(vec![(0, 100), (4096, 20)])
+        );
     }
 
     #[test]

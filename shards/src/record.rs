@@ -190,6 +190,25 @@ pub struct Message {
     pub properties: Bytes,
 }
 
+#[cfg(test)]
+impl Message {
+    /// A message of the unit tests: queue 0, no flags, born at a fixed time on loopback.
+    pub(crate) fn for_test(topic: &str, body: Bytes, properties: String) -> Self {
+        Self {
+            topic: topic.into(),
+            queue_id: 0,
+            flag: 0,
+            sys_flag: 0,
+            born_timestamp_ms: 1_700_000_000_000,
+            born_host: "127.0.0.1:50000".parse().expect("an address"),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body,
+            properties: Bytes::from(properties),
+        }
+    }
+}
+
 /// Fields the store assigns when it appends a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreFields {

@@ -16,18 +16,7 @@ const V4: [u8; 115] = [
 
 fn v4_message() -> (Message, StoreFields) {
     let props = format_properties([("TAGS", "TagA"), ("KEYS", "k1")]);
-    let message = Message {
-        topic: "T".into(),
-        queue_id: 0,
-        flag: 0,
-        sys_flag: 0,
-        born_timestamp_ms: 1_700_000_000_000,
-        born_host: "127.0.0.1:50000".parse().unwrap(),
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
-        body: Bytes::from_static(b"hello"),
-        properties: Bytes::from(props),
-    };
+    let message = Message::for_test("T", Bytes::from_static(b"hello"), props);
     let store = StoreFields {
         queue_offset: 0,
         physical_offset: 0,

@@ -18,8 +18,7 @@ use crate::error::{DiskFull, Result, StoreError};
 use crate::event::Event;
 use crate::io::{Clock, Disk};
 use crate::key_index::{
-    index_file_path, parse_sealed_name, persist_index, seal_segments, IndexFile, KeyHit, KeyIndex,
-    KeyQuery, SealedIndex, LEGACY_INDEX_FILE,
+    parse_index_file_name, persist_index, seal_segments, KeyHit, KeyIndex, KeyQuery,
 };
 use crate::meta_file::{read_meta, write_meta, MetaReader, MetaWriter};
 use crate::offset::{segment_file_name, PhysicalOffset};
@@ -39,6 +38,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 mod delete_topic;
+mod index_files;
 mod retention;
 mod schedule_delivery;
 pub use retention::{Lag, Removal, RemovalReason, RetentionStats};
@@ -196,8 +196,9 @@ pub struct Shard<D: Disk, C: Clock> {
     /// The partition's used ratio while it is above `diskSpaceWarningLevelRatio`: appends
     /// are refused meanwhile (set and cleared by [`Shard::check_disk_usage`]).
     disk_full: Cell<Option<f64>>,
-    /// The single pre-segment index file is still on disk (removed after the first persist).
-    legacy_index: Cell<bool>,
+    /// Index files of keys (a store made before hashed entries) whose entries are pending:
+    /// removed once a persist has rewritten them.
+    keyed_index_files: RefCell<Vec<PathBuf>>,
     /// Delivery progress of the timer stages (next offset of each stage queue).
     timer: RefCell<ScheduleProgress>,
     checkpoint_seq: Cell<u64>,
@@ -252,59 +253,6 @@ async fn load_queues<D: Disk>(
     Ok(queues)
 }
 
-/// Loads the checkpointed part of the key index: per-segment files, or the single file of a
-/// store made before them (whose entries become pending, to be rewritten per segment).
-/// Returns whether that single file is still there.
-async fn load_index<D: Disk>(
-    disk: &D,
-    dir: &std::path::Path,
-    index: &mut KeyIndex<D::File>,
-    files: &IndexFiles,
-) -> Result<bool> {
-    let legacy = dir.join(LEGACY_INDEX_FILE);
-    match files {
-        IndexFiles::Legacy(bytes) => {
-            let file = AppendFile::open(disk, &legacy, *bytes).await?;
-            index.load_legacy(&file.read_prefix(*bytes).await?)?;
-            Ok(true)
-        }
-        IndexFiles::PerSegment(files) => {
-            load_sealed(disk, dir, index).await?;
-            for &(start, bytes) in files {
-                let path = index_file_path(dir, start);
-                if index.is_sealed(start) {
-                    // Sealed after this checkpoint; its append file may not be gone yet.
-                    remove_if_there(disk, &path).await?;
-                    continue;
-                }
-                let file = AppendFile::open(disk, &path, bytes).await?;
-                index.load(&file.read_prefix(bytes).await?)?;
-                index.files.insert(start, IndexFile { bytes, file: None });
-            }
-            Ok(disk.exists(&legacy).await?)
-        }
-    }
-}
-
-/// Opens every sealed index (headers only) and removes the half-written copy a crash
-/// during sealing may have left.
-async fn load_sealed<D: Disk>(
-    disk: &D,
-    dir: &std::path::Path,
-    index: &mut KeyIndex<D::File>,
-) -> Result<()> {
-    let index_dir = dir.join("index");
-    for name in disk.list_dir(&index_dir).await? {
-        if let Some(start) = parse_sealed_name(&name) {
-            let sealed = SealedIndex::open(disk, &index_dir.join(&name), start).await?;
-            index.add_sealed(start, sealed);
-        } else if name.ends_with(".sealed.tmp") {
-            disk.remove(&index_dir.join(&name)).await?;
-        }
-    }
-    Ok(())
-}
-
 /// Unlinks `path`; one already gone is fine (a removal repeated after a crash or a failure,
 /// a file never written). Returns whether it was there.
 async fn remove_if_there<D: Disk>(disk: &D, path: &std::path::Path) -> Result<bool> {
@@ -356,7 +304,8 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let queues_loaded = started.elapsed();
         let segment_bytes = config.log.segment_bytes;
         let mut index = KeyIndex::new(config.index_entries_max, segment_bytes);
-        let legacy_index = load_index(&disk, dir, &mut index, &checkpoint.index).await?;
+        let keyed_index_files =
+            index_files::load(&disk, dir, &mut index, &checkpoint.index).await?;
         let index_loaded = started.elapsed();
         let (queue_entries_loaded, index_hits_loaded, index_hits_sealed) = (
             queues
@@ -451,7 +400,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             retention: RefCell::new(RetentionStats::default()),
             retaining: Cell::new(false),
             disk_full: Cell::new(None),
-            legacy_index: Cell::new(legacy_index),
+            keyed_index_files: RefCell::new(keyed_index_files),
             timer: RefCell::new(timer),
             checkpoint_seq: Cell::new(checkpoint_seq),
             checkpoint_written: RefCell::new(checkpoint_written),
@@ -975,11 +924,13 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             self.checkpoint_seq.set(seq);
             *self.checkpoint_written.borrow_mut() = checkpoint;
         }
-        if self.legacy_index.get() {
-            // Its entries are in the per-segment files the checkpoint names now.
-            remove_if_there(&self.disk, &self.path(LEGACY_INDEX_FILE)).await?;
+        let keyed = std::mem::take(&mut *self.keyed_index_files.borrow_mut());
+        if !keyed.is_empty() {
+            // Their entries are in the `.hits` files the checkpoint names now.
+            for path in &keyed {
+                remove_if_there(&self.disk, path).await?;
+            }
             self.disk.sync_dir(&self.path("index")).await?;
-            self.legacy_index.set(false);
         }
         Ok(())
     }
@@ -1021,8 +972,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let first = self.log.first_segment();
         let mut removed = false;
         for name in self.disk.list_dir(&dir).await? {
-            let start =
-                crate::offset::parse_segment_file_name(&name).or_else(|| parse_sealed_name(&name));
+            let start = parse_index_file_name(&name);
             let orphan = start.is_some_and(|start| {
                 let index = self.index.borrow();
                 start < first && !index.files.contains_key(&start) && !index.is_sealed(start)

@@ -141,11 +141,11 @@ fn expired_segments_go_oldest_first_one_per_step_and_the_min_offsets_move() {
             .iter()
             .all(|r| local(RecordView::parse(r.clone()).unwrap().physical_offset()) >= SEGMENT));
         assert!(!exists(&disk, "commitlog/00000000000000000000").await);
-        assert!(!exists(&disk, "index/00000000000000000000").await);
+        assert!(!exists(&disk, "index/00000000000000000000.hits").await);
         assert!(!exists(&disk, "index/00000000000000000000.sealed").await);
         // The next segment's index: sealed once the log left it, else still appended to.
         assert!(
-            exists(&disk, &format!("index/{SEGMENT:020}")).await
+            exists(&disk, &format!("index/{SEGMENT:020}.hits")).await
                 || exists(&disk, &format!("index/{SEGMENT:020}.sealed")).await
         );
         // Searching by time starts at the min for a time before everything retained.

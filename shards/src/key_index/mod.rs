@@ -1,30 +1,39 @@
 //! The message-key index: `topic#key` → records, for every token of the KEYS property and for
 //! UNIQ_KEY (RocketMQ's IndexFile semantics).
 //!
+//! A key is held as the 64-bit hash of `topic#key` ([`sealed::key_hash`]), never as a string:
+//! indexing a message allocates nothing per key, and lookups match on the hash, as RocketMQ's
+//! IndexFile does (colliding keys return each other's records; clients filter by key).
+//!
 //! The hits of segments the log still writes to, or has not made durable past, are held in
 //! memory and persisted lazily, one append-only file per commit-log segment,
-//! `index/<20-digit segment start>`, of entries `key_len u16 | key | local offset u64 | store
-//! timestamp i64`; the checkpoint says how many bytes of each are valid. Once the log has
-//! left a segment and its hits are durable, the segment is sealed ([`sealed`]): its hits are
-//! written sorted by key hash to `index/<start>.sealed`, leave memory (oldest first, in
-//! bounded steps), and its append file goes. So memory and start-up hold only the unsealed
-//! segments' hits (one or two segments), whatever the log's size. When retention removes a
-//! segment, its files go with it.
+//! `index/<20-digit segment start>.hits`, of 24-byte entries `key hash u64 | local offset u64
+//! | store timestamp i64` (a sealed page's entries); the checkpoint says how many bytes of each
+//! are valid. Once the log has left a segment and its hits are durable, the segment is sealed
+//! ([`sealed`]): its hits are written sorted by hash to `index/<start>.sealed`, leave memory
+//! (oldest first, in bounded steps), and its append file goes. So memory and start-up hold
+//! only the unsealed segments' hits (one or two segments), whatever the log's size. When
+//! retention removes a segment, its files go with it.
+//!
+//! Stores made before hashed entries hold `key_len u16 | topic#key | local u64 | store ms
+//! i64` entries, in `index/<start>` per segment (checkpoint version 2) or in one `index/keys`
+//! (version 1): read once at start, their hits are rewritten as `.hits` files by the first
+//! persist, which then removes them.
 //!
 //! Memory per unsealed hit: 16 bytes (`KeyHit`) in its key's list (inline for a key's only
-//! hit, as every UNIQ_KEY's is), 16 (the key's `Rc`) in the trimming order, 24 in the
-//! segment's list to seal, and each distinct key once; per sealed hit about 0.05 bytes.
+//! hit, as every UNIQ_KEY's is) and its map slot, 8 (the hash) in the trimming order, 24 in
+//! the segment's list to seal; per sealed hit about 0.05 bytes.
 
 mod sealed;
 
 use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
 use crate::io::Disk;
-use crate::offset::segment_file_name;
+use crate::offset::{parse_segment_file_name, segment_file_name};
 use crate::record::{find_property, property};
 use crate::FastMap;
-use sealed::{key_hash, write_sealed, SealedEntry};
-pub use sealed::{parse_sealed_name, sealed_path, SealedIndex};
+pub use sealed::SealedIndex;
+use sealed::{key_hash, write_sealed, SealedEntry, ENTRY_BYTES};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -33,11 +42,10 @@ use std::rc::Rc;
 /// Hits dropped from memory per step once their segment is sealed, with a yield between.
 const SEAL_TRIM_BATCH: usize = 4096;
 
-/// Longest key indexed (topic + '#' + key); longer keys are not indexed rather than stored
-/// with a length that would not fit the entry format.
-pub const INDEX_KEY_BYTES_MAX: usize = u16::MAX as usize;
 /// The single index file of stores made before per-segment files (checkpoint version 1).
 pub const LEGACY_INDEX_FILE: &str = "index/keys";
+const HITS_SUFFIX: &str = ".hits";
+const SEALED_SUFFIX: &str = ".sealed";
 
 /// A lookup by key: records of `topic` carrying `key` (a KEYS token or the UNIQ_KEY) stored
 /// within `[begin_ms, end_ms]`, at most `max` of them.
@@ -121,14 +129,14 @@ impl<F> Default for IndexFile<F> {
 
 /// Owned by one shard.
 pub struct KeyIndex<F> {
-    map: FastMap<Rc<str>, Hits>,
-    /// The key of every held hit, oldest first (hits are added in log order), so the hit at
-    /// the front of `order` is the front of its key's list: what trimming walks.
-    order: VecDeque<Rc<str>>,
+    map: FastMap<u64, Hits>,
+    /// The key hash of every held hit, oldest first (hits are added in log order), so the
+    /// hit at the front of `order` is the front of its key's list: what trimming walks.
+    order: VecDeque<u64>,
     entries_max: usize,
     segment_bytes: u64,
     /// Entries not yet persisted, in log order.
-    pending: Vec<(Rc<str>, KeyHit)>,
+    pending: Vec<SealedEntry>,
     /// The index files by segment start.
     pub files: BTreeMap<u64, IndexFile<F>>,
     /// Per unsealed segment (by start), its hits as they will be sealed.
@@ -139,17 +147,38 @@ pub struct KeyIndex<F> {
     sealed_end: u64,
     /// Keys skipped because the index was full (reported, not silent).
     pub skipped: u64,
-    /// Where `add` writes `topic#key`, kept so that no string is made per key looked up.
-    scratch: String,
 }
 
-fn index_key(topic: &str, key: &str) -> String {
-    format!("{topic}#{key}")
-}
-
-/// The index file of the segment starting at `start`.
+/// The append-only index file of the segment starting at `start`.
 pub fn index_file_path(dir: &Path, start: u64) -> PathBuf {
+    dir.join("index")
+        .join(format!("{}{HITS_SUFFIX}", segment_file_name(start)))
+}
+
+/// A segment's index file as stores made before hashed entries named it (checkpoint v2).
+pub fn keyed_index_file_path(dir: &Path, start: u64) -> PathBuf {
     dir.join("index").join(segment_file_name(start))
+}
+
+/// The segment start an index file's name says (append, sealed or keyed file), if it is one.
+pub fn parse_index_file_name(name: &str) -> Option<u64> {
+    let stem = name
+        .strip_suffix(HITS_SUFFIX)
+        .or_else(|| name.strip_suffix(SEALED_SUFFIX))
+        .unwrap_or(name);
+    parse_segment_file_name(stem)
+}
+
+/// The sealed index of the segment starting at `start`.
+pub fn sealed_path(dir: &Path, start: u64) -> PathBuf {
+    dir.join("index")
+        .join(format!("{}{SEALED_SUFFIX}", segment_file_name(start)))
+}
+
+/// The segment start a sealed file's name says, if `name` is one.
+pub fn parse_sealed_name(name: &str) -> Option<u64> {
+    name.strip_suffix(SEALED_SUFFIX)
+        .and_then(parse_segment_file_name)
 }
 
 impl<F> KeyIndex<F> {
@@ -165,7 +194,6 @@ impl<F> KeyIndex<F> {
             sealed: BTreeMap::new(),
             sealed_end: 0,
             skipped: 0,
-            scratch: String::new(),
         }
     }
 
@@ -174,31 +202,25 @@ impl<F> KeyIndex<F> {
         self.order.len()
     }
 
-    fn insert(&mut self, key: &str, hit: KeyHit) -> Option<Rc<str>> {
-        if self.order.len() >= self.entries_max || key.len() > INDEX_KEY_BYTES_MAX {
+    /// Holds a hit of the key hashed to `hash`; false when the index is full.
+    fn insert(&mut self, hash: u64, hit: KeyHit) -> bool {
+        if self.order.len() >= self.entries_max {
             self.skipped += 1;
-            return None;
+            return false;
         }
-        let key = match self.map.get_key_value(key) {
-            Some((known, _)) => {
-                let known = known.clone();
-                self.map.get_mut(&known).expect("just found").push(hit);
-                known
-            }
+        match self.map.get_mut(&hash) {
+            Some(hits) => hits.push(hit),
             None => {
-                let key: Rc<str> = Rc::from(key);
-                self.map.insert(key.clone(), Hits::One(hit));
-                key
+                self.map.insert(hash, Hits::One(hit));
             }
-        };
-        self.order.push_back(key.clone());
+        }
+        self.order.push_back(hash);
         let start = hit.local - hit.local % self.segment_bytes;
-        self.unsealed.entry(start).or_default().push(SealedEntry {
-            hash: hash_of_index_key(&key),
-            local: hit.local,
-            store_timestamp_ms: hit.store_timestamp_ms,
-        });
-        Some(key)
+        self.unsealed
+            .entry(start)
+            .or_default()
+            .push(SealedEntry::of(hash, hit));
+        true
     }
 
     /// Indexes a record's UNIQ_KEY and KEYS tokens.
@@ -209,18 +231,15 @@ impl<F> KeyIndex<F> {
         }
         let uniq = find_property(properties, property::UNIQ_KEY);
         let keys = find_property(properties, property::KEYS).unwrap_or("");
-        let mut scratch = std::mem::take(&mut self.scratch);
         for key in uniq
             .into_iter()
             .chain(keys.split(' ').filter(|k| !k.is_empty()))
         {
-            scratch.clear();
-            scratch.extend([topic, "#", key]);
-            if let Some(key) = self.insert(&scratch, hit) {
-                self.pending.push((key, hit));
+            let hash = key_hash(topic, key);
+            if self.insert(hash, hit) {
+                self.pending.push(SealedEntry::of(hash, hit));
             }
         }
-        self.scratch = scratch;
     }
 
     /// The most recent records matching `query` at or above `served_from` (the local offset
@@ -260,7 +279,7 @@ impl<F> KeyIndex<F> {
     }
 
     fn query_unsealed(&self, query: &KeyQuery<'_>, served_from: u64) -> Vec<u64> {
-        let Some(hits) = self.map.get(index_key(query.topic, query.key).as_str()) else {
+        let Some(hits) = self.map.get(&key_hash(query.topic, query.key)) else {
             return Vec::new();
         };
         let mut found: Vec<u64> = hits
@@ -280,7 +299,7 @@ impl<F> KeyIndex<F> {
     /// shard's executor for long.
     pub fn trim_below(&mut self, local: u64, budget: usize) -> bool {
         for _ in 0..budget {
-            let Some(key) = self.order.front().cloned() else {
+            let Some(&key) = self.order.front() else {
                 return true;
             };
             let hits = self.map.get_mut(&key).expect("every ordered key is mapped");
@@ -301,18 +320,15 @@ impl<F> KeyIndex<F> {
     /// log order: (segment start, bytes, entries). They stay pending until
     /// [`KeyIndex::persisted`] confirms them, so a failed or abandoned persist loses nothing.
     pub fn encode_pending(&self, boundary: u64) -> Vec<(u64, Vec<u8>, usize)> {
-        let n = self.pending.partition_point(|(_, h)| h.local < boundary);
+        let n = self.pending.partition_point(|e| e.local < boundary);
         let mut out: Vec<(u64, Vec<u8>, usize)> = Vec::new();
-        for (key, hit) in &self.pending[..n] {
-            let start = hit.local - hit.local % self.segment_bytes;
+        for entry in &self.pending[..n] {
+            let start = entry.local - entry.local % self.segment_bytes;
             if out.last().is_none_or(|(s, _, _)| *s != start) {
                 out.push((start, Vec::new(), 0));
             }
             let (_, bytes, count) = out.last_mut().expect("pushed above");
-            bytes.extend_from_slice(&(key.len() as u16).to_be_bytes());
-            bytes.extend_from_slice(key.as_bytes());
-            bytes.extend_from_slice(&hit.local.to_be_bytes());
-            bytes.extend_from_slice(&hit.store_timestamp_ms.to_be_bytes());
+            bytes.extend_from_slice(&entry.encode());
             *count += 1;
         }
         out
@@ -356,19 +372,26 @@ impl<F> KeyIndex<F> {
         self.sealed.values().map(|s| s.entries()).sum()
     }
 
-    /// Loads persisted entries (already durable, so not pending).
+    /// Loads an append file's entries (already durable, so not pending).
     pub fn load(&mut self, bytes: &[u8]) -> Result<()> {
-        decode_entries(bytes, |key, hit| {
-            self.insert(key, hit);
-        })
+        if !bytes.len().is_multiple_of(ENTRY_BYTES) {
+            return Err(corrupt());
+        }
+        for raw in bytes.chunks_exact(ENTRY_BYTES) {
+            let entry = SealedEntry::decode(raw);
+            self.insert(entry.hash, entry.hit());
+        }
+        Ok(())
     }
 
-    /// Loads the entries of the single pre-segment index file as pending, so the next
-    /// persist writes them into per-segment files.
-    pub fn load_legacy(&mut self, bytes: &[u8]) -> Result<()> {
-        decode_entries(bytes, |key, hit| {
-            if let Some(key) = self.insert(key, hit) {
-                self.pending.push((key, hit));
+    /// Loads the entries of a file of keys (a store made before hashed entries) as pending,
+    /// so the next persist writes them into `.hits` files.
+    pub fn load_keyed(&mut self, bytes: &[u8]) -> Result<()> {
+        decode_keyed_entries(bytes, |key, hit| {
+            let (topic, key) = key.split_once('#').unwrap_or((key, ""));
+            let hash = key_hash(topic, key);
+            if hit.local >= self.sealed_end && self.insert(hash, hit) {
+                self.pending.push(SealedEntry::of(hash, hit));
             }
         })
     }
@@ -449,17 +472,15 @@ pub(crate) async fn seal_segments<D: Disk>(
     }
 }
 
-/// The hash of an index key `topic#key` as [`key_hash`] makes it from its two parts.
-fn hash_of_index_key(key: &str) -> u64 {
-    let (topic, rest) = key.split_once('#').unwrap_or((key, ""));
-    key_hash(topic, rest)
-}
-
-fn decode_entries(mut bytes: &[u8], mut each: impl FnMut(&str, KeyHit)) -> Result<()> {
-    let corrupt = || StoreError::Corrupt {
+fn corrupt() -> StoreError {
+    StoreError::Corrupt {
         file: "index".into(),
         reason: "truncated or invalid entry".into(),
-    };
+    }
+}
+
+/// Decodes `key_len u16 | topic#key | local u64 | store ms i64` entries.
+fn decode_keyed_entries(mut bytes: &[u8], mut each: impl FnMut(&str, KeyHit)) -> Result<()> {
     while !bytes.is_empty() {
         let len = u16::from_be_bytes(bytes.get(0..2).ok_or_else(corrupt)?.try_into().expect("2"))
             as usize;
@@ -573,13 +594,48 @@ mod tests {
             "loaded is durable"
         );
         assert!(reloaded.load(&encoded[..encoded.len() - 1]).is_err());
-        let mut legacy: KeyIndex<()> = KeyIndex::new(100, 4096);
-        legacy.load_legacy(encoded).unwrap();
+        assert_eq!(encoded.len(), 3 * ENTRY_BYTES, "no key bytes, only hashes");
+    }
+
+    /// `key_len u16 | topic#key | local u64 | store ms i64`, as stores before hashed entries wrote.
+    fn keyed(entries: &[(&str, u64, i64)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (key, local, ms) in entries {
+            out.extend_from_slice(&(key.len() as u16).to_be_bytes());
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(&local.to_be_bytes());
+            out.extend_from_slice(&ms.to_be_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn files_of_keys_load_as_pending_hashed_entries() {
+        let mut index: KeyIndex<()> = KeyIndex::new(100, 4096);
+        let old = keyed(&[("T#a", 10, 1000), ("T#b#c", 20, 2000), ("U#a", 30, 3000)]);
+        index.load_keyed(&old).unwrap();
         assert_eq!(
-            legacy.encode_pending(u64::MAX)[0].2,
-            3,
-            "legacy entries are rewritten"
+            index.query_unsealed(&q("T", "a", 0, i64::MAX, 10), 0),
+            vec![10]
         );
+        assert_eq!(
+            index.query_unsealed(&q("T", "b#c", 0, i64::MAX, 10), 0),
+            vec![20],
+            "a key may hold '#'; the topic cannot"
+        );
+        assert_eq!(
+            index.query_unsealed(&q("U", "a", 0, i64::MAX, 10), 0),
+            vec![30]
+        );
+        let pieces = index.encode_pending(u64::MAX);
+        assert_eq!(pieces[0].2, 3, "rewritten as hashed entries");
+        let mut reloaded: KeyIndex<()> = KeyIndex::new(100, 4096);
+        reloaded.load(&pieces[0].1).unwrap();
+        assert_eq!(
+            reloaded.query_unsealed(&q("T", "b#c", 0, i64::MAX, 10), 0),
+            vec![20]
+        );
+        assert!(index.load_keyed(&old[..old.len() - 1]).is_err());
     }
 
     #[test]

@@ -16,17 +16,18 @@
 //! each other's records, which RocketMQ allows (Apache matches 32-bit hashes and its clients
 //! filter the records by key).
 
+use super::{sealed_path, KeyHit};
 use crate::error::{Result, StoreError};
 use crate::file_replace::tmp_path;
 use crate::io::{Disk, DiskFile};
-use crate::offset::{parse_segment_file_name, segment_file_name};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Unit of the file and of a lookup's read: the O_DIRECT block.
 pub const PAGE_BYTES: usize = crate::io::BLOCK_BYTES;
-const ENTRY_BYTES: usize = 24;
+/// An entry, in a page as in an append file: `hash u64 | local u64 | store ms i64`.
+pub const ENTRY_BYTES: usize = 24;
 /// Entries per page: what fits between the count and the checksum.
 pub const PAGE_ENTRIES: usize = (PAGE_BYTES - 8) / ENTRY_BYTES;
 const MAGIC: u64 = u64::from_be_bytes(*b"RMQKIDX1");
@@ -45,12 +46,46 @@ const READ_PAGES_MAX: usize = 64;
 /// entries twice over; a larger one is corruption, not something to allocate for.
 const HEADER_BYTES_MAX: usize = 8 << 20;
 
-/// One hit as sealed: the key's hash, the record, its store time.
+/// One hit as persisted: the key's hash, the record, its store time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SealedEntry {
     pub hash: u64,
     pub local: u64,
     pub store_timestamp_ms: i64,
+}
+
+impl SealedEntry {
+    pub fn of(hash: u64, hit: KeyHit) -> Self {
+        Self {
+            hash,
+            local: hit.local,
+            store_timestamp_ms: hit.store_timestamp_ms,
+        }
+    }
+
+    pub fn hit(&self) -> KeyHit {
+        KeyHit {
+            local: self.local,
+            store_timestamp_ms: self.store_timestamp_ms,
+        }
+    }
+
+    pub fn encode(&self) -> [u8; ENTRY_BYTES] {
+        let mut out = [0u8; ENTRY_BYTES];
+        out[..8].copy_from_slice(&self.hash.to_be_bytes());
+        out[8..16].copy_from_slice(&self.local.to_be_bytes());
+        out[16..].copy_from_slice(&self.store_timestamp_ms.to_be_bytes());
+        out
+    }
+
+    /// From the first [`ENTRY_BYTES`] of `raw` (the caller checked its length).
+    pub fn decode(raw: &[u8]) -> Self {
+        Self {
+            hash: be_u64(raw, 0),
+            local: be_u64(raw, 8),
+            store_timestamp_ms: be_u64(raw, 16) as i64,
+        }
+    }
 }
 
 /// FNV-1a, 64 bits, of `topic#key`: stable across builds and platforms (the files outlive
@@ -62,18 +97,6 @@ pub fn key_hash(topic: &str, key: &str) -> u64 {
         .into_iter()
         .flatten()
         .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
-}
-
-/// The sealed index of the segment starting at `start`.
-pub fn sealed_path(dir: &Path, start: u64) -> PathBuf {
-    dir.join("index")
-        .join(format!("{}.sealed", segment_file_name(start)))
-}
-
-/// The segment start a sealed file's name says, if `name` is one.
-pub fn parse_sealed_name(name: &str) -> Option<u64> {
-    name.strip_suffix(".sealed")
-        .and_then(parse_segment_file_name)
 }
 
 /// A sealed index on disk, with its fence in memory (8 bytes per page: about 0.05 bytes per
@@ -284,9 +307,7 @@ fn encode_page(page: &mut [u8], entries: &mut impl Iterator<Item = SealedEntry>)
     for entry in entries.take(PAGE_ENTRIES) {
         first.get_or_insert(entry.hash);
         let at = 4 + count * ENTRY_BYTES;
-        page[at..at + 8].copy_from_slice(&entry.hash.to_be_bytes());
-        page[at + 8..at + 16].copy_from_slice(&entry.local.to_be_bytes());
-        page[at + 16..at + 24].copy_from_slice(&entry.store_timestamp_ms.to_be_bytes());
+        page[at..at + ENTRY_BYTES].copy_from_slice(&entry.encode());
         count += 1;
     }
     page[..4].copy_from_slice(&(count as u32).to_be_bytes());
@@ -301,16 +322,7 @@ fn page_entries(page: &[u8]) -> Option<impl Iterator<Item = SealedEntry> + '_> {
     let valid = page.len() == PAGE_BYTES
         && count <= PAGE_ENTRIES
         && be_u32(page, PAGE_BYTES - 4) == crc32c::crc32c(&page[..PAGE_BYTES - 4]);
-    valid.then(|| {
-        (0..count).map(move |i| {
-            let at = 4 + i * ENTRY_BYTES;
-            SealedEntry {
-                hash: be_u64(page, at),
-                local: be_u64(page, at + 8),
-                store_timestamp_ms: be_u64(page, at + 16) as i64,
-            }
-        })
-    })
+    valid.then(|| (0..count).map(move |i| SealedEntry::decode(&page[4 + i * ENTRY_BYTES..])))
 }
 
 fn round_up(len: usize) -> usize {

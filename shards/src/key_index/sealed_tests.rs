@@ -1,6 +1,8 @@
 use super::*;
+use crate::key_index::parse_sealed_name;
 use crate::sim_io::SimDisk;
 use futures_lite::future::block_on;
+use std::path::Path;
 
 fn entry(hash: u64, local: u64) -> SealedEntry {
     SealedEntry {

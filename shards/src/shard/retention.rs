@@ -24,7 +24,7 @@
 use super::Shard;
 use crate::error::Result;
 use crate::io::{Clock, Disk};
-use crate::key_index::{index_file_path, sealed_path};
+use crate::key_index::{index_file_path, keyed_index_file_path, sealed_path};
 use crate::schedule::SCHEDULE_TOPIC;
 use std::collections::{BTreeMap, HashMap};
 
@@ -230,6 +230,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let mut removed = false;
         for file in [
             index_file_path(&self.config.dir, start),
+            keyed_index_file_path(&self.config.dir, start),
             sealed_path(&self.config.dir, start),
         ] {
             removed |= super::remove_if_there(&self.disk, &file).await?;
