@@ -15,7 +15,8 @@ shift
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(route send-sync send-async send-oneway send-batch
     message-props push-tag broadcast consume-from offsets-consumer-restart
-    offsets-broker-restart rebalance orderly lite-pull query cross)
+    offsets-broker-restart rebalance orderly lite-pull query cross
+    request-reply)
 ringmq="${RINGMQ:-/work/bin/ringmq}" # only its `admin updateTopic` is used
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
