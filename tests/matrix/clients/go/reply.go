@@ -41,16 +41,22 @@ func runRequestReply(e *env) (string, error) {
 		// Answered or not, a request is not redelivered: a second reply would be unasked.
 		return consumer.ConsumeSuccess, nil
 	}
-	responder, err := startPushWith(e, e.group, "responder", e.topic, "*", respond)
-	if err != nil {
-		return "", err
-	}
-	defer responder.Shutdown()
 	requester, err := startProducer(e, "requester")
 	if err != nil {
 		return "", err
 	}
 	defer requester.Shutdown()
+	// The broker pushes a reply to the requester's connection as its producer heartbeats
+	// registered it. This client's first heartbeat goes out 1 s after start, before it knows
+	// any broker, the next 30 s later, and Request's own heartbeat is skipped whenever the
+	// NameServer has the topic (prepareSendRequest asks it, where Java looks at its own route
+	// table). A push consumer's start heartbeats at once: the responder shares the
+	// requester's client instance (role), so that heartbeat registers the requester.
+	responder, err := startPushWith(e, e.group, "requester", e.topic, "*", respond)
+	if err != nil {
+		return "", err
+	}
+	defer responder.Shutdown()
 	replyTopic := os.Getenv("MATRIX_CLUSTER") + "_REPLY_TOPIC"
 
 	for i := 0; i < e.count; i++ {
