@@ -119,6 +119,43 @@ fn java_field_defaults_apply_when_absent() {
     );
 }
 
+/// PUSH_REPLY_MESSAGE_TO_CLIENT as the Java client's `receiveReplyMessage` reads it: Java's
+/// field names, `unitMode` defaulting to false, bornHost and storeHost required.
+#[test]
+fn push_reply_header_uses_javas_names_and_requires_the_hosts() {
+    let fields = [
+        ("producerGroup", "PG"),
+        ("topic", "DefaultCluster_REPLY_TOPIC"),
+        ("defaultTopic", "TBW102"),
+        ("defaultTopicQueueNums", "4"),
+        ("queueId", "0"),
+        ("sysFlag", "1"),
+        ("bornTimestamp", "1700000000000"),
+        ("flag", "0"),
+        ("bornHost", "127.0.0.1:50000"),
+        ("storeHost", "127.0.0.1:10911"),
+        ("storeTimestamp", "1700000000001"),
+    ];
+    let header = ReplyMessageRequestHeader::decode(&ext(&fields)).unwrap();
+    assert_eq!(header.sys_flag, 1);
+    assert!(!header.unit_mode);
+    assert_eq!(header.properties, None);
+    assert_eq!(header.store_timestamp, 1_700_000_000_001);
+    let cmd = RemotingCommand::request(request::PUSH_REPLY_MESSAGE_TO_CLIENT).with_header(&header);
+    for (key, value) in fields {
+        assert_eq!(cmd.ext(key), Some(value), "{key}");
+    }
+    let without_store_host: Vec<_> = fields
+        .iter()
+        .filter(|(k, _)| *k != "storeHost")
+        .copied()
+        .collect();
+    assert_eq!(
+        ReplyMessageRequestHeader::decode(&ext(&without_store_host)),
+        Err(HeaderError::Missing("storeHost"))
+    );
+}
+
 #[test]
 fn pull_response_of_v8_decodes() {
     let header = protocol_support::vector_text("v8_pull_not_found_header.json");
@@ -272,6 +309,31 @@ proptest! {
             enable_acting_master: acting,
             compressed,
             body_crc32: crc,
+        });
+    }
+
+    #[test]
+    fn push_reply_header_round_trips(
+        names in (text(), text(), text()), ints in any::<(i32, i32, i32, i32)>(),
+        times in any::<(i64, i64)>(), properties in proptest::option::of(text()),
+        reconsume_times in proptest::option::of(any::<i32>()), unit_mode in any::<bool>(),
+        hosts in (text(), text()),
+    ) {
+        round_trip(&ReplyMessageRequestHeader {
+            producer_group: names.0,
+            topic: names.1,
+            default_topic: names.2,
+            default_topic_queue_nums: ints.0,
+            queue_id: ints.1,
+            sys_flag: ints.2,
+            born_timestamp: times.0,
+            flag: ints.3,
+            properties,
+            reconsume_times,
+            unit_mode,
+            born_host: hosts.0,
+            store_host: hosts.1,
+            store_timestamp: times.1,
         });
     }
 

@@ -166,6 +166,8 @@ pub struct BrokerConfig {
     /// `transactionTimeOut`, `transactionCheckInterval`, `transactionCheckMax`,
     /// `rejectTransactionMessage`.
     pub transaction: TransactionConfig,
+    /// `storeReplyMessageEnable`: a request-reply's reply is also stored in its reply topic.
+    pub store_reply_message_enable: bool,
     /// Shards (ringmq's own key `shards`).
     pub shards: usize,
     /// Keys of the file that ringmq does not use, with their values.
@@ -250,6 +252,7 @@ impl BrokerConfig {
             retention: RetentionKeys::default(),
             timers: TimerConfig::default(),
             transaction: TransactionConfig::default(),
+            store_reply_message_enable: true,
             shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
             unknown_keys: BTreeMap::new(),
         }
@@ -339,6 +342,9 @@ impl BrokerConfig {
             "rejectTransactionMessage" => {
                 self.transaction.reject_transaction_message =
                     at.boolean("rejectTransactionMessage")?
+            }
+            "storeReplyMessageEnable" => {
+                self.store_reply_message_enable = at.boolean("storeReplyMessageEnable")?
             }
             "shards" => self.shards = at.number("shards", 1..=SHARDS_MAX)?,
             _ => {

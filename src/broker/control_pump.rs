@@ -107,6 +107,9 @@ async fn apply(shard: &Shard, plane: &mut ControlPlane, op: ControlOp, reg: &Reg
         ControlOp::ProducerChannel { group, reply } => {
             reply.send(Ok(plane.producer_channel(&group)))
         }
+        ControlOp::ProducerOfClient { client_id, reply } => {
+            reply.send(Ok(plane.producer_of_client(&client_id)))
+        }
         ControlOp::CreateCheckMaxTimeTopic { reply } => {
             let outcome = plane.create_check_max_time_topic(now).await;
             finish(shard, reg, outcome, reply).await

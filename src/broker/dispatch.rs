@@ -16,7 +16,7 @@ use super::error::BrokerResult;
 use super::processor::admin::{self, AdminRead};
 use super::processor::control::{self, topic_from_header, ControlRequest};
 use super::processor::send::{self, SendRequest};
-use super::processor::{offsets, pull, query, runtime_info, send_back, stats, transaction};
+use super::processor::{offsets, pull, query, reply, runtime_info, send_back, stats, transaction};
 use super::shard::Shard;
 use super::work::{OffsetRequest, Origin, Work};
 use crate::broker::control::ops::ControlOp;
@@ -38,6 +38,9 @@ use std::rc::Rc;
 pub enum Request {
     /// Checked here, stored by the queue owner.
     Send(SendRequest),
+    /// A responder's reply: checked here, pushed by the shard holding the requester's
+    /// connection, stored by the queue owner.
+    Reply(SendRequest),
     /// Queue owner (long polls are held there).
     Pull(Box<PullMessageRequestHeader>),
     /// Queue owner.
@@ -82,6 +85,9 @@ impl Request {
         match command.code {
             code::SEND_MESSAGE | code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE => {
                 Ok(Self::Send(SendRequest::decode(command)?))
+            }
+            code::SEND_REPLY_MESSAGE | code::SEND_REPLY_MESSAGE_V2 => {
+                Ok(Self::Reply(SendRequest::decode(command)?))
             }
             code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => {
                 Ok(Self::Pull(Box::new(command.decode_header()?)))
@@ -162,6 +168,7 @@ async fn serve(
 ) -> BrokerResult<Response> {
     match request {
         Request::Send(send) => send::serve(shard, origin, command, send).await,
+        Request::Reply(reply) => reply::serve(shard, origin, command, reply).await,
         Request::Pull(header) => pull::serve(shard, origin, command, *header).await,
         Request::Offset(request) => offsets::serve(shard, command, request).await,
         Request::ViewMessage { offset } => query::serve_view(shard, command, offset).await,
@@ -261,6 +268,29 @@ mod tests {
         assert!(matches!(
             classify(code::HEART_BEAT, &[], br#"{"clientID":"c"}"#),
             Request::Control(ControlRequest::Heartbeat(_))
+        ));
+        let reply_v1 = [
+            ("producerGroup", "PG"),
+            ("topic", "DefaultCluster_REPLY_TOPIC"),
+            ("defaultTopic", "TBW102"),
+            ("defaultTopicQueueNums", "4"),
+            ("queueId", "0"),
+            ("sysFlag", "0"),
+            ("bornTimestamp", "1"),
+            ("flag", "0"),
+        ];
+        assert!(matches!(
+            classify(code::SEND_REPLY_MESSAGE, &reply_v1, b"r"),
+            Request::Reply(r) if r.header.topic == "DefaultCluster_REPLY_TOPIC"
+        ));
+        let reply_v2 = reply_v1.map(|(key, value)| {
+            let short = ["a", "b", "c", "d", "e", "f", "g", "h"];
+            let at = reply_v1.iter().position(|(k, _)| *k == key).unwrap();
+            (short[at], value)
+        });
+        assert!(matches!(
+            classify(code::SEND_REPLY_MESSAGE_V2, &reply_v2, b"r"),
+            Request::Reply(r) if r.header.queue_id == 0 && &r.body[..] == b"r"
         ));
         assert!(matches!(
             classify(code::GET_ALL_TOPIC_CONFIG, &[], b""),

@@ -3,6 +3,7 @@
 use crate::broker::control::consumers::ConsumersError;
 use crate::broker::control::subscription_groups::GroupError;
 use crate::broker::control::topics::TopicError;
+use crate::broker::processor::reply::ReplyError;
 use crate::persist::PersistError;
 use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
@@ -33,6 +34,9 @@ pub enum BrokerError {
     Group(#[from] GroupError),
     #[error(transparent)]
     Consumers(#[from] ConsumersError),
+    /// A reply that did not reach its requester.
+    #[error(transparent)]
+    Reply(#[from] ReplyError),
     #[error("topic[{0}] not exist, apply first please!")]
     TopicNotExist(String),
     #[error("{0}")]
@@ -78,6 +82,8 @@ impl BrokerError {
         use BrokerError::*;
         match self {
             Header(_) | Body(_) | Illegal(_) | Persist(_) | Internal(_) => response::SYSTEM_ERROR,
+            // Apache answers every failed reply push with SYSTEM_ERROR and its remark.
+            Reply(_) => response::SYSTEM_ERROR,
             Timer(TimerError::NotEnabled) => response::SYSTEM_ERROR,
             Message(MessageError::BodyTooLarge { .. })
             | MessageIllegal(_)

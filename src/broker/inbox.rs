@@ -3,7 +3,7 @@
 //! shard 0's control pump.
 
 use super::control::ops::ControlOp;
-use super::processor::{append, offsets, pull, query, runtime_info, stats, transaction};
+use super::processor::{append, offsets, pull, query, reply, runtime_info, stats, transaction};
 use super::shard::Shard;
 use super::work::Work;
 use glommio::channels::local_channel::LocalSender;
@@ -55,6 +55,11 @@ pub async fn serve(shard: Rc<Shard>, work: Work, control: Option<Rc<LocalSender<
         Work::CheckTransaction { connection, check } => {
             shard.check_transaction_state(connection, &check)
         }
+        Work::PushReply {
+            connection,
+            push,
+            reply: answer,
+        } => answer.send(reply::push(&shard, connection, &push).await),
         Work::Control(op) => {
             let control = control.expect("control work is routed to shard 0 only");
             // Waits for room in the pump's queue: the callers' own bounds limit how many wait.

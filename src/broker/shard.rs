@@ -320,18 +320,19 @@ impl Shard {
     /// Sends `request` (oneway) to the client on one of this shard's connections; a connection
     /// closed meanwhile gets nothing (its client is gone).
     fn oneway_to(&self, connection: ConnectionId, request: RemotingCommand, what: &str) {
-        let open = self
-            .connections
-            .borrow()
-            .get(&connection)
-            .and_then(Weak::upgrade);
-        let Some(open) = open else {
+        let Some(open) = self.open_connection(connection) else {
             tracing::debug!(what, "connection closed: not sent");
             return;
         };
         if let Err(err) = open.oneway(request) {
             tracing::debug!(%err, what, "could not send to a client");
         }
+    }
+
+    /// One of this shard's client connections, if it is still open.
+    pub fn open_connection(&self, connection: ConnectionId) -> Option<Rc<Connection>> {
+        let open = self.connections.borrow().get(&connection)?.upgrade()?;
+        (!open.is_closed()).then_some(open)
     }
 
     /// Keeps an accept loop running until the stop.

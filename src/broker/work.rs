@@ -13,7 +13,8 @@ use crate::protocol::body::stats::{ConsumeStats, TopicStatsTable};
 use crate::protocol::header::{
     CheckTransactionStateRequestHeader, EndTransactionRequestHeader, GetConsumeStatsRequestHeader,
     GetMaxOffsetRequestHeader, PullMessageRequestHeader, QueryConsumerOffsetRequestHeader,
-    QueueRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+    QueueRequestHeader, ReplyMessageRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::message::record::Message;
 use crate::server::ConnectionId;
@@ -110,8 +111,25 @@ pub enum Work {
         connection: ConnectionId,
         check: Box<CheckRequest>,
     },
+    /// PUSH_REPLY_MESSAGE_TO_CLIENT to a requester on one of the receiving shard's
+    /// connections, from the shard the responder's SEND_REPLY_MESSAGE arrived on; answers
+    /// whether the requester took it.
+    PushReply {
+        connection: ConnectionId,
+        push: Box<ReplyPush>,
+        reply: ReplyTo<BrokerResult<()>>,
+    },
     /// For shard 0's control plane.
     Control(Box<ControlOp>),
+}
+
+/// A PUSH_REPLY_MESSAGE_TO_CLIENT request to write to a requester.
+pub struct ReplyPush {
+    pub header: ReplyMessageRequestHeader,
+    /// The reply's body as the responder sent it (compressed if its sysFlag says so).
+    pub body: Bytes,
+    /// The requester's client id (REPLY_TO_CLIENT), for the error remark.
+    pub client_id: String,
 }
 
 /// A CHECK_TRANSACTION_STATE request to write to a producer.

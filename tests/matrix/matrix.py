@@ -44,6 +44,7 @@ SCENARIOS = [
     "orderly",
     "lite-pull",
     "query",
+    "request-reply",
 ]
 RESTART_SCENARIO = "offsets-broker-restart"
 CROSS_PRODUCE = "cross-produce"

@@ -207,6 +207,16 @@ fn transaction_keys_have_apaches_defaults_and_names() {
 }
 
 #[test]
+fn store_reply_message_enable_is_on_by_default_as_apache() {
+    let defaults = BrokerConfig::resolve_broker(&BrokerArgs::default()).unwrap();
+    assert!(defaults.store_reply_message_enable);
+    let path = conf_file("reply.conf", "storeReplyMessageEnable=false\n");
+    let config = BrokerConfig::resolve_broker(&with_file(&path)).unwrap();
+    assert!(!config.store_reply_message_enable);
+    assert!(config.unknown_keys.is_empty());
+}
+
+#[test]
 fn timer_keys_have_apaches_defaults_and_names() {
     let defaults = BrokerConfig::resolve_broker(&BrokerArgs::default()).unwrap();
     assert_eq!(defaults.timers, TimerConfig::default());
@@ -249,6 +259,7 @@ fn bad_values_name_the_key_and_the_file() {
         ("transactionCheckInterval=10", "transactionCheckInterval"),
         ("transactionCheckMax=many", "transactionCheckMax"),
         ("rejectTransactionMessage=1", "rejectTransactionMessage"),
+        ("storeReplyMessageEnable=yes", "storeReplyMessageEnable"),
         ("timerWheelEnable=no", "timerWheelEnable"),
         ("timerPrecisionMs=0", "timerPrecisionMs"),
         ("timerMaxDelaySec=315360001", "timerMaxDelaySec"),

@@ -539,6 +539,18 @@ impl ConsumerGroups {
             .flat_map(|members| members.by_client_id.values())
     }
 
+    /// The connection of the producer client `client_id`, whichever group it heartbeats for
+    /// (Java's `ProducerManager.findChannel`): where PUSH_REPLY_MESSAGE_TO_CLIENT goes. The
+    /// newest heartbeat wins, as Java's client-id table keeps the last registration. Cost: a
+    /// map lookup per online producer group (every client also reports
+    /// `CLIENT_INNER_PRODUCER`, so that group alone usually answers).
+    pub fn producer_by_client_id(&self, client_id: &str) -> Option<&ClientChannel> {
+        self.producers
+            .values()
+            .filter_map(|members| members.by_client_id.get(client_id))
+            .max_by_key(|channel| channel.last_update_ms)
+    }
+
     /// GET_PRODUCER_CONNECTION_LIST's body, or `None` for a group with no member online.
     pub fn producer_connection(&self, group: &str) -> Option<ProducerConnection> {
         Some(ProducerConnection {

@@ -163,6 +163,37 @@ fn a_closed_connection_leaves_every_group_but_not_after_a_reconnect() {
 }
 
 #[test]
+fn a_producer_client_is_found_by_its_id_on_its_newest_connection() {
+    let mut groups = ConsumerGroups::new();
+    assert!(groups.producer_by_client_id("c1").is_none());
+    let producers = [
+        ("PG", "c1", 1, T0),
+        ("CLIENT_INNER_PRODUCER", "c1", 4, T0 + 1_000),
+        ("PG", "c2", 2, T0),
+    ];
+    for (group, client_id, connection, at) in producers {
+        let member = channel(client_id, connection, at);
+        groups.register_producer(group, member).unwrap();
+    }
+    // A consumer heartbeat does not make a producer: the requester of a reply is a producer.
+    groups.register(channel("c3", 3, T0), &g1(), None).unwrap();
+    let found = groups.producer_by_client_id("c1").unwrap();
+    assert_eq!(found.connection, ConnectionId(4));
+    assert_eq!(
+        groups.producer_by_client_id("c2").unwrap().connection,
+        ConnectionId(2)
+    );
+    assert!(groups.producer_by_client_id("c3").is_none());
+    groups.connection_closed(ConnectionId(4));
+    assert_eq!(
+        groups.producer_by_client_id("c1").unwrap().connection,
+        ConnectionId(1)
+    );
+    groups.connection_closed(ConnectionId(1));
+    assert!(groups.producer_by_client_id("c1").is_none());
+}
+
+#[test]
 fn members_silent_for_more_than_120_seconds_expire() {
     let mut groups = ConsumerGroups::new();
     groups.register(channel("c1", 1, T0), &g1(), None).unwrap();

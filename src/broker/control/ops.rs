@@ -40,7 +40,8 @@ impl ClientOrigin {
     }
 }
 
-/// Where a producer is reached: the shard holding its connection, and the connection.
+/// Where a producer is reached: the shard holding its connection, and the connection (for
+/// transaction checks and reply pushes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProducerChannel {
     pub shard: usize,
@@ -82,6 +83,12 @@ pub enum ControlOp {
     /// group's members, as Apache's `getAvailableChannel`); `None` when none is online.
     ProducerChannel {
         group: String,
+        reply: ReplyTo<BrokerResult<Option<ProducerChannel>>>,
+    },
+    /// The connection of the producer client `client_id` (a request's REPLY_TO_CLIENT), to
+    /// push a reply to; `None` when that client is not connected as a producer.
+    ProducerOfClient {
+        client_id: String,
         reply: ReplyTo<BrokerResult<Option<ProducerChannel>>>,
     },
     /// `TRANS_CHECK_MAX_TIME_TOPIC`, created if it does not exist yet.

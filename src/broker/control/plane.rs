@@ -274,6 +274,16 @@ impl ControlPlane {
             })
     }
 
+    /// The connection of producer client `client_id`, for PUSH_REPLY_MESSAGE_TO_CLIENT.
+    pub fn producer_of_client(&self, client_id: &str) -> Option<ProducerChannel> {
+        self.consumers
+            .producer_by_client_id(client_id)
+            .map(|c| ProducerChannel {
+                shard: c.shard,
+                connection: c.connection,
+            })
+    }
+
     /// `TRANS_CHECK_MAX_TIME_TOPIC`, created on the first discard of a half message.
     pub async fn create_check_max_time_topic(
         &mut self,

@@ -9,6 +9,7 @@ pub mod control;
 pub mod offsets;
 pub mod pull;
 pub mod query;
+pub mod reply;
 pub mod runtime_info;
 pub mod send;
 pub mod send_back;

@@ -73,15 +73,7 @@ pub async fn serve(
     mut send: SendRequest,
 ) -> BrokerResult<Response> {
     redirect_exhausted_retry(shard, &mut send.header).await?;
-    check_writable(shard)?;
-    let topic = topic_for_send(shard, &send.header).await?;
-    if topic.perm & PERM_WRITE == 0 {
-        return Err(BrokerError::NoPermission(format!(
-            "the topic[{}] sending message is forbidden",
-            send.header.topic
-        )));
-    }
-    send.header.queue_id = queue_for_send(shard, &send.header, &topic)?;
+    send.header.queue_id = writable_queue(shard, &send.header).await?;
     let half = is_half(shard, &send)?;
     let messages = messages(shard, origin, &send)?;
     let uniq_keys = uniq_keys(&messages);
@@ -159,18 +151,28 @@ async fn redirect_exhausted_retry(
     Ok(())
 }
 
-async fn topic_for_send(
+/// The queue a send (or a reply) goes to, in its topic, resolved or auto-created, on a
+/// writable broker and topic.
+pub(super) async fn writable_queue(
     shard: &Shard,
     header: &SendMessageRequestHeader,
-) -> BrokerResult<TopicConfig> {
-    shard
+) -> BrokerResult<i32> {
+    check_writable(shard)?;
+    let topic = shard
         .topic_for_send(
             &header.topic,
             &header.default_topic,
             header.default_topic_queue_nums,
         )
         .await?
-        .ok_or_else(|| BrokerError::TopicNotExist(header.topic.to_string()))
+        .ok_or_else(|| BrokerError::TopicNotExist(header.topic.to_string()))?;
+    if topic.perm & PERM_WRITE == 0 {
+        return Err(BrokerError::NoPermission(format!(
+            "the topic[{}] sending message is forbidden",
+            header.topic
+        )));
+    }
+    queue_for_send(shard, header, &topic)
 }
 
 /// The queue the send goes to: the producer's, or one the broker picks when it sent < 0.
@@ -196,17 +198,12 @@ fn messages(shard: &Shard, origin: Origin, send: &SendRequest) -> BrokerResult<V
     let header = &send.header;
     let properties = header.properties.as_deref().unwrap_or("");
     if !send.batch {
-        shard.limits().check_body(send.body.len())?;
-        let message = message(
+        return Ok(vec![single_message(
             shard,
             origin,
             header,
             send.body.clone(),
-            0,
-            properties,
-            true,
-        );
-        return Ok(vec![message]);
+        )?]);
     }
     // Apache refuses a delayed batch (CommitLog.asyncPutMessages).
     if matches!(asked_delay(properties), Ok(Some(_))) {
@@ -229,6 +226,18 @@ fn messages(shard: &Shard, origin: Origin, send: &SendRequest) -> BrokerResult<V
             ))
         })
         .collect()
+}
+
+/// The message of a single send (or a reply), its body within `maxMessageSize`.
+pub(super) fn single_message(
+    shard: &Shard,
+    origin: Origin,
+    header: &SendMessageRequestHeader,
+    body: Bytes,
+) -> BrokerResult<Message> {
+    shard.limits().check_body(body.len())?;
+    let properties = header.properties.as_deref().unwrap_or("");
+    Ok(message(shard, origin, header, body, 0, properties, true))
 }
 
 /// One message; `entry_flag` is the batch entry's (a single message's comes from the
@@ -276,7 +285,7 @@ fn message(
 
 /// The messages' UNIQ_KEYs, comma-separated, as the response's transactionId carries them
 /// (copied inline: a slice of the properties would cost a shared header for them).
-fn uniq_keys(messages: &[Message]) -> Text {
+pub(super) fn uniq_keys(messages: &[Message]) -> Text {
     fn uniq_key(message: &Message) -> Option<&str> {
         let props = std::str::from_utf8(&message.properties).ok()?;
         find_property(props, property::UNIQ_KEY)
@@ -303,7 +312,7 @@ fn comma_separated<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> Text
 /// Answers as Apache: a delayed message's queueId is the one it was sent to, its
 /// queueOffset and msgId those of its schedule record; a half message's likewise those of its
 /// half record, which END_TRANSACTION names (tranStateTableOffset, commitLogOffset).
-fn response(
+pub(super) fn response(
     shard: &Shard,
     command: &RemotingCommand,
     sent: &SendMessageRequestHeader,
@@ -319,15 +328,25 @@ fn response(
         [one] => Text::display(msg_id(one)),
         many => comma_separated(many.iter().map(msg_id)),
     };
-    let header = SendMessageResponseHeader {
+    let header = response_header(msg_id, sent.queue_id, results[0].queue_offset, uniq_keys);
+    RemotingCommand::response_to(command, response::SUCCESS, None).with_header(&header)
+}
+
+/// A send response's header, with the region and trace switch Apache adds to every one.
+pub(super) fn response_header(
+    msg_id: Text,
+    queue_id: i32,
+    queue_offset: i64,
+    uniq_keys: Text,
+) -> SendMessageResponseHeader {
+    SendMessageResponseHeader {
         msg_id,
-        queue_id: sent.queue_id,
-        queue_offset: results[0].queue_offset,
+        queue_id,
+        queue_offset,
         transaction_id: Some(uniq_keys),
         batch_uniq_id: None,
         recall_handle: None,
         msg_region: Some(REGION_DEFAULT.into()),
         trace_on: Some(TRACE_ON.into()),
-    };
-    RemotingCommand::response_to(command, response::SUCCESS, None).with_header(&header)
+    }
 }

@@ -438,6 +438,11 @@ def query():
              "CPullConsumer.h)")
 
 
+def request_reply():
+    raise Na("the C API has no request-reply: CProducer.h has SendMessage*/SendBatchMessage/SendMessageTransaction "
+             "only (no Request, no reply-message helper)")
+
+
 def cross_produce():
     p = ctx.producer("PG-" + GROUP)
     for i in range(CROSS_COUNT):
@@ -468,6 +473,7 @@ PHASES = {
     "orderly": orderly,
     "lite-pull": lite_pull,
     "query": query,
+    "request-reply": request_reply,
     "cross-produce": cross_produce,
     "cross-consume": cross_consume,
 }

@@ -233,6 +233,14 @@ func (c *collector) receivers(id string) []string {
 // startPush starts a push consumer of group on topic with the selector expression; it
 // starts from the first offset unless opts say otherwise (later options win).
 func startPush(e *env, group, role, topic, expr string, c *collector, opts ...consumer.Option) (rocketmq.PushConsumer, error) {
+	return startPushWith(e, group, role, topic, expr, c.handler(role), opts...)
+}
+
+// pushHandler is what a push consumer calls with each pull's messages.
+type pushHandler = func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)
+
+// startPushWith is startPush with the consumer's own handler instead of a collector's.
+func startPushWith(e *env, group, role, topic, expr string, handler pushHandler, opts ...consumer.Option) (rocketmq.PushConsumer, error) {
 	base := []consumer.Option{
 		consumer.WithNsResolver(resolver(e)),
 		consumer.WithGroupName(group),
@@ -244,7 +252,7 @@ func startPush(e *env, group, role, topic, expr string, c *collector, opts ...co
 		return nil, fmt.Errorf("new push consumer %s: %w", role, err)
 	}
 	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: expr}
-	if err := pc.Subscribe(topic, sel, c.handler(role)); err != nil {
+	if err := pc.Subscribe(topic, sel, handler); err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", role, err)
 	}
 	if err := pc.Start(); err != nil {

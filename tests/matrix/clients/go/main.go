@@ -59,6 +59,7 @@ var phases = map[string]scenario{
 	"orderly":                  runOrderly,
 	"lite-pull":                runLitePull,
 	"query":                    runQuery,
+	"request-reply":            runRequestReply,
 	"cross-produce":            runCrossProduce,
 	"cross-consume":            runCrossConsume,
 	childConsumePhase:          runChildConsume,

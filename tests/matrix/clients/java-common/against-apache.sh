@@ -5,8 +5,9 @@
 # run from ~/.m2 with `java -cp`. Same environment and phases as the matrix; the broker
 # is restarted (SIGTERM) between offsets-broker-restart's phases; topics are made with
 # `ringmq admin updateTopic`. Usage: against-apache.sh ROW [SCENARIO...] (ROW java-4.9.8 or
-# java-5.3.3; default every scenario). Needs the row built (its setup.sh), runs offline,
-# leaves nothing running; logs in $WORK (default a temp dir, kept and printed).
+# java-5.3.3, or another row with a driver, e.g. go; default every scenario). Needs the row
+# built (its setup.sh), runs offline, leaves nothing running; logs in $WORK (default a temp
+# dir, kept and printed).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../../.." && pwd)"
@@ -15,7 +16,8 @@ shift
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(route send-sync send-async send-oneway send-batch
     message-props push-tag broadcast consume-from offsets-consumer-restart
-    offsets-broker-restart rebalance orderly lite-pull query cross)
+    offsets-broker-restart rebalance orderly lite-pull query cross
+    request-reply)
 ringmq="${RINGMQ:-/work/bin/ringmq}" # only its `admin updateTopic` is used
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60

@@ -250,6 +250,11 @@ const scenarios = {
     throw new NotApplicable('ali-ons has no query API (no viewMessage by msgId, no queryMessage by key)');
   },
 
+  async 'request-reply'() {
+    throw new NotApplicable('ali-ons has no request-reply: MQProducer offers send() only (no request(), '
+      + 'no handler for PUSH_REPLY_MESSAGE_TO_CLIENT, no reply-message helper)');
+  },
+
   async 'cross-produce'() {
     const p = await c.producer();
     for (let i = 0; i < CROSS_COUNT; i++) await c.sendChecked(p, crossMessage(i));

@@ -62,6 +62,7 @@ public final class MatrixDriver {
             case "orderly" -> Groups::orderly;
             case "lite-pull" -> Pull::litePull;
             case "query" -> Content::query;
+            case "request-reply" -> Reply::requestReply;
             case "cross-produce" -> Sends::crossProduce;
             case "cross-consume" -> Consume::crossConsume;
             default -> throw new Check.Abort("unknown phase " + name);

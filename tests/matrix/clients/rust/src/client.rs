@@ -29,10 +29,11 @@ const CLIENT_INTERVAL_MS: u32 = 10_000;
 /// Send timeout: generous for the 1 MiB body on a loaded 2-core host.
 pub const SEND_TIMEOUT_MS: u64 = 10_000;
 
-/// A failed check (the client has an API for every scenario, so no NA).
+/// A failed check, or a scenario this driver does not run (NA, with the reason).
 #[derive(Debug)]
 pub enum Outcome {
     Fail(String),
+    Na(String),
 }
 
 pub type Res<T> = Result<T, Outcome>;

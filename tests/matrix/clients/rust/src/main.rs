@@ -20,6 +20,7 @@ async fn main() {
     let (line, code) = match outcome {
         Ok(what) => (format!("RESULT PASS {what}"), 0),
         Err(Outcome::Fail(what)) => (format!("RESULT FAIL {what}"), 1),
+        Err(Outcome::Na(why)) => (format!("RESULT NA {why}"), 0),
     };
     println!("{}", line.replace('\n', " | "));
     // The client keeps background tasks of its own; the phase is over once RESULT is out.
