@@ -8,6 +8,7 @@
 //! it is compared with) mean "no match", as in Apache, which logs the error and skips the
 //! message.
 
+pub mod cache;
 mod expr;
 mod lexer;
 mod parser;
@@ -64,6 +65,8 @@ pub enum CompileError {
     BetweenBounds,
     #[error("IN needs a property on its left")]
     InNeedsProperty,
+    #[error("expression type {0} is not supported (TAG and SQL92 are)")]
+    UnsupportedType(String),
 }
 
 /// A compiled selector.

@@ -230,9 +230,15 @@ func (c *collector) receivers(id string) []string {
 	return append([]string(nil), c.byWhom[id]...)
 }
 
-// startPush starts a push consumer of group on topic with the selector expression; it
+// startPush starts a push consumer of group on topic with the tag expression expr; it
 // starts from the first offset unless opts say otherwise (later options win).
 func startPush(e *env, group, role, topic, expr string, c *collector, opts ...consumer.Option) (rocketmq.PushConsumer, error) {
+	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: expr}
+	return startPushWith(e, group, role, topic, sel, c, opts...)
+}
+
+// startPushWith is startPush with any selector (TAG or SQL92).
+func startPushWith(e *env, group, role, topic string, sel consumer.MessageSelector, c *collector, opts ...consumer.Option) (rocketmq.PushConsumer, error) {
 	base := []consumer.Option{
 		consumer.WithNsResolver(resolver(e)),
 		consumer.WithGroupName(group),
@@ -243,7 +249,6 @@ func startPush(e *env, group, role, topic, expr string, c *collector, opts ...co
 	if err != nil {
 		return nil, fmt.Errorf("new push consumer %s: %w", role, err)
 	}
-	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: expr}
 	if err := pc.Subscribe(topic, sel, c.handler(role)); err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", role, err)
 	}
