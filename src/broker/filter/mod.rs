@@ -19,6 +19,7 @@ mod tests;
 
 use expr::{Expr, Properties};
 use ringmq_shards::record::properties_iter;
+use smallvec::SmallVec;
 use value::Value;
 
 /// Longest expression compiled, in bytes. Apache sets none; this bounds compile time and the
@@ -99,9 +100,12 @@ impl Selector {
     }
 }
 
+/// Properties a record's split keeps inline (a Java producer sets 3-6; more spill to the heap).
+const PROPERTIES_INLINE: usize = 16;
+
 /// One record's properties, split once for every lookup the selector makes.
 struct RecordProperties<'a> {
-    pairs: Vec<(&'a str, &'a str)>,
+    pairs: SmallVec<[(&'a str, &'a str); PROPERTIES_INLINE]>,
 }
 
 impl<'a> RecordProperties<'a> {
