@@ -113,6 +113,10 @@ pub struct ConsumeArgs {
     /// How long the broker may hold a pull that finds nothing (long polling).
     #[arg(long, default_value_t = 1000)]
     pub suspend_ms: u64,
+    /// Pull with this SQL92 subscription (`MessageSelector.bySql`), filtered by the broker,
+    /// instead of `*` (the broker must allow it: `enablePropertyFilter=true`).
+    #[arg(long, value_name = "EXPR")]
+    pub sql92: Option<String>,
 }
 
 /// Which offsets consumers start and stop at.
@@ -130,6 +134,8 @@ pub enum ConsumeMode {
 pub enum ArgsError {
     #[error("give a NameServer (--namesrv) or broker addresses (--broker)")]
     NoTarget,
+    #[error("--sql92 needs an expression")]
+    EmptySql92,
     #[error("--{name} must be between {min} and {max}, not {value}")]
     OutOfRange {
         name: &'static str,
@@ -218,6 +224,8 @@ pub struct Consume {
     pub group: String,
     pub mode: ConsumeMode,
     pub pull_batch: u32,
+    /// The SQL92 expression pulls carry; `None` pulls `*` (TAG).
+    pub sql92: Option<String>,
     #[serde(serialize_with = "seconds")]
     pub suspend: Duration,
 }
@@ -338,10 +346,14 @@ impl ConsumeArgs {
             0,
             SUSPEND_MAX.as_millis() as u64,
         )?;
+        if self.sql92.as_deref().is_some_and(|e| e.trim().is_empty()) {
+            return Err(ArgsError::EmptySql92);
+        }
         Ok(Consume {
             group: self.group.clone(),
             mode,
             pull_batch: self.pull_batch,
+            sql92: self.sql92.clone(),
             suspend: Duration::from_millis(self.suspend_ms),
         })
     }

@@ -116,6 +116,7 @@ fn consume_settings_are_checked() {
         group: "g".into(),
         pull_batch,
         suspend_ms,
+        sql92: None,
     };
     assert!(consume(32, 1000).validate(ConsumeMode::Follow).is_ok());
     assert_eq!(
@@ -126,4 +127,14 @@ fn consume_settings_are_checked() {
         "pull-batch"
     );
     assert!(consume(32, 30_001).validate(ConsumeMode::Follow).is_err());
+    let sql = |expr: &str| ConsumeArgs {
+        sql92: Some(expr.into()),
+        ..consume(32, 1000)
+    };
+    let valid = sql("a > 1").validate(ConsumeMode::CatchUp).unwrap();
+    assert_eq!(valid.sql92.as_deref(), Some("a > 1"));
+    assert_eq!(
+        sql(" ").validate(ConsumeMode::CatchUp).unwrap_err(),
+        ArgsError::EmptySql92
+    );
 }

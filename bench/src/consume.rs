@@ -1,6 +1,8 @@
 //! Consumers: one pull loop per queue, on the thread of the queue's connection. A loop asks
 //! for `--pull-batch` messages from its offset with long polling allowed, counts what comes
-//! back and moves to `nextBeginOffset`, as a RocketMQ pull consumer does. Catch-up loops stop
+//! back and moves to `nextBeginOffset`, as a RocketMQ pull consumer does. Its subscription,
+//! carried in each pull, is `*` or `--sql92`'s expression (the broker filters; the offset moves
+//! past what it drops). Catch-up loops stop
 //! at the queue's max offset taken before the run; follow and end-to-end loops go on until
 //! the run stops them.
 //!
@@ -43,9 +45,9 @@ fn pull_request(ctx: &ThreadCtx, queue_id: i32, offset: i64) -> RemotingCommand 
         sys_flag: PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION,
         commit_offset: 0,
         suspend_timeout_millis: spec.suspend.as_millis() as i64,
-        subscription: Some("*".to_owned()),
+        subscription: Some(spec.sql92.clone().unwrap_or_else(|| "*".to_owned())),
         sub_version: 0,
-        expression_type: Some("TAG".to_owned()),
+        expression_type: Some(if spec.sql92.is_some() { "SQL92" } else { "TAG" }.to_owned()),
         max_msg_bytes: None,
         request_source: None,
         proxy_forward_client_id: None,

@@ -341,6 +341,7 @@ async fn read_back(shard: &Shard<RealDisk, RealClock>, phase: Duration) -> f64 {
             max_count: BATCH_MESSAGES,
             max_bytes: 256 << 10,
             tag_filter: None,
+            record_filter: None,
         };
         let read = shard.read_queue(request).await.unwrap();
         assert!(!read.records.is_empty());

@@ -44,7 +44,7 @@ pub use offset::PhysicalOffset;
 pub use real_io::{Durability, RealClock, RealDisk};
 pub use schedule::DelayLevels;
 pub use shard::{
-    AppendResult, DeliveryTurn, Lag, QueueEntry, QueueRead, QueueReadRequest, Removal,
-    RemovalReason, RetentionStats, Scheduled, Shard,
+    AppendResult, DeliveryTurn, Lag, QueueEntry, QueueRead, QueueReadRequest, RecordFilter,
+    Removal, RemovalReason, RetentionStats, Scheduled, Shard,
 };
 pub use sim_io::{SimClock, SimDisk, SimRng};

@@ -127,6 +127,20 @@ pub struct QueueReadRequest<'a> {
     pub max_bytes: usize,
     /// Tag hash codes to keep (the subscription's codeSet); `None` keeps everything.
     pub tag_filter: Option<&'a [i32]>,
+    /// A test of each record read (the broker's SQL92 selector over its properties), after
+    /// the tag filter; records it refuses are skipped like filtered entries, and count
+    /// against neither `max_count` nor `max_bytes`.
+    pub record_filter: Option<RecordFilter<'a>>,
+}
+
+/// See [`QueueReadRequest::record_filter`].
+#[derive(Clone, Copy)]
+pub struct RecordFilter<'a>(pub &'a dyn Fn(&Bytes) -> bool);
+
+impl std::fmt::Debug for RecordFilter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RecordFilter")
+    }
 }
 
 /// Makes sure `config` describes the data in its directory: recovery under another shard id
@@ -611,8 +625,9 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     }
 
     /// Reads records of one queue from an offset, up to a count and a byte budget (at least
-    /// one record if any matches), optionally keeping only some tag hash codes. Nothing
-    /// below the queue's min offset is returned, even if retention trims it during the read.
+    /// one record if any matches), optionally keeping only some tag hash codes and records a
+    /// filter accepts. Nothing below the queue's min offset is returned, even if retention
+    /// trims it during the read.
     pub async fn read_queue(&self, request: QueueReadRequest<'_>) -> Result<QueueRead> {
         let min = self.min_offset(request.topic, request.queue_id);
         let max = self.max_offset(request.topic, request.queue_id);
@@ -626,7 +641,8 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             return Ok(read);
         }
         let max_count = request.max_count.min(READ_COUNT_MAX);
-        let scan = if request.tag_filter.is_some() {
+        let filtered = request.tag_filter.is_some() || request.record_filter.is_some();
+        let scan = if filtered {
             FILTER_SCAN_ENTRIES_MAX
         } else {
             max_count
@@ -640,46 +656,65 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             let end = (max as u64).min(start + scan as u64);
             queue.range(start, end).copied().collect()
         };
-        // Choose the records first (count, byte budget, filter), then read them together.
-        let mut chosen: Vec<(u64, usize)> = Vec::new();
-        let mut chosen_offsets: Vec<i64> = Vec::new();
+        let mut pending = entries.into_iter().peekable();
         let mut bytes = 0;
-        for entry in entries {
-            if chosen.len() >= max_count {
-                break;
-            }
-            let wanted = request
-                .tag_filter
-                .is_none_or(|codes| codes.contains(&(entry.tag_hash as i32)));
-            if wanted {
-                if !chosen.is_empty() && bytes + entry.size as usize > request.max_bytes {
+        // Rounds: choose what the count, the byte budget and the tag filter allow, read it
+        // together, keep what the record filter accepts; without a record filter one round
+        // is all.
+        loop {
+            let mut chosen: Vec<(u64, usize)> = Vec::new();
+            let mut chosen_offsets: Vec<i64> = Vec::new();
+            while let Some(entry) = pending.peek() {
+                if read.records.len() + chosen.len() >= max_count {
                     break;
                 }
-                bytes += entry.size as usize;
-                chosen.push((entry.local, entry.size as usize));
-                chosen_offsets.push(read.next_offset);
+                let wanted = request
+                    .tag_filter
+                    .is_none_or(|codes| codes.contains(&(entry.tag_hash as i32)));
+                if wanted {
+                    let first = read.records.is_empty() && chosen.is_empty();
+                    if !first && bytes + entry.size as usize > request.max_bytes {
+                        break;
+                    }
+                    bytes += entry.size as usize;
+                    chosen.push((entry.local, entry.size as usize));
+                    chosen_offsets.push(read.next_offset);
+                }
+                read.next_offset += 1;
+                pending.next();
             }
-            read.next_offset += 1;
+            if chosen.is_empty() {
+                return Ok(read);
+            }
+            let records = self.log.read_records(&chosen).await;
+            // Retention may have trimmed the queue while the read waited (and removed the
+            // segment it read from): what went is not served, whether the read failed or not.
+            let min_now = self.min_offset(request.topic, request.queue_id);
+            let trimmed = min_now > min;
+            if trimmed {
+                read.min_offset = min_now;
+                read.next_offset = read.next_offset.max(min_now);
+            }
+            let records = match records {
+                Ok(records) => records,
+                Err(_) if trimmed => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            for ((record, offset), (_, size)) in records.into_iter().zip(chosen_offsets).zip(chosen)
+            {
+                if offset < min_now {
+                    continue;
+                }
+                if request.record_filter.is_some_and(|f| !f.0(&record)) {
+                    bytes -= size;
+                    continue;
+                }
+                read.records.push(record);
+            }
+            if trimmed || request.record_filter.is_none() {
+                return Ok(read);
+            }
         }
-        let records = self.log.read_records(&chosen).await;
-        // Retention may have trimmed the queue while the read waited (and removed the
-        // segment it read from): what went is not served, whether the read failed or not.
-        let min_now = self.min_offset(request.topic, request.queue_id);
-        if min_now > min {
-            read.min_offset = min_now;
-            read.next_offset = read.next_offset.max(min_now);
-        }
-        read.records = match records {
-            Ok(records) => records
-                .into_iter()
-                .zip(chosen_offsets)
-                .filter(|(_, offset)| *offset >= min_now)
-                .map(|(record, _)| record)
-                .collect(),
-            Err(_) if min_now > min => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        Ok(read)
     }
 
     /// Reads one record by its client-visible physical offset; nothing retention removed or

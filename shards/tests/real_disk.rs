@@ -301,6 +301,7 @@ fn real_crash_test_sigkill_cycles() {
                         max_count: 512,
                         max_bytes: 1 << 20,
                         tag_filter: None,
+                        record_filter: None,
                     };
                     for record in shard.read_queue(request).await.unwrap().records {
                         let view = RecordView::parse(record).expect("torn record served");

@@ -317,6 +317,7 @@ async fn read_all(shard: &SimShard, offset: i64) -> usize {
                 max_count: 1024,
                 max_bytes: usize::MAX,
                 tag_filter: None,
+                record_filter: None,
             })
             .await
             .unwrap();

@@ -238,6 +238,7 @@ fn delivery_restores_the_message_as_apache() {
                 max_count: 10,
                 max_bytes: usize::MAX,
                 tag_filter: Some(&tag),
+                record_filter: None,
             })
             .await
             .unwrap();

@@ -74,6 +74,29 @@ fn append_read_lookup_and_reopen() {
         let filtered = shard.read_queue(req).await.unwrap();
         assert!(filtered.records.is_empty());
         assert_eq!(filtered.next_offset, 50);
+        // A record filter: refused records count against neither the count nor the bytes,
+        // and the read goes on past them (queue 1 holds bodies 1, 3, 5, ...).
+        let every_fifth = |record: &bytes::Bytes| {
+            let body = RecordView::parse(record.clone()).unwrap().body();
+            let n: u32 = std::str::from_utf8(&body[5..]).unwrap().parse().unwrap();
+            n % 10 == 1
+        };
+        let mut req = all("T", 1);
+        req.max_count = 3;
+        req.max_bytes = 4 * size;
+        req.record_filter = Some(ringmq_shards::RecordFilter(&every_fifth));
+        let picked = shard.read_queue(req).await.unwrap();
+        let bodies: Vec<_> = picked
+            .records
+            .iter()
+            .map(|r| RecordView::parse(r.clone()).unwrap().body())
+            .collect();
+        assert_eq!(bodies, [&b"body-1"[..], b"body-11", b"body-21"]);
+        assert_eq!(picked.next_offset, 11, "past body-21, the 11th entry");
+        req.offset = 45;
+        let tail = shard.read_queue(req).await.unwrap();
+        assert_eq!(tail.records.len(), 1, "body-91 of bodies 91..99");
+        assert_eq!(tail.next_offset, 50, "past every entry scanned");
         // By physical offset, and a forged offset inside a record is refused.
         let at = shard.read_at(physical[10]).await.unwrap();
         assert_eq!(&RecordView::parse(at).unwrap().body()[..], b"body-10");
@@ -449,6 +472,7 @@ fn catch_up_pulls_of_interleaved_queues_read_each_cold_span_once() {
                         max_count: 32,
                         max_bytes: usize::MAX,
                         tag_filter: None,
+                        record_filter: None,
                     })
                     .await
                     .unwrap();

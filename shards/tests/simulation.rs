@@ -189,6 +189,7 @@ impl World {
                         max_count: 1 + self.rng.below(50) as usize,
                         max_bytes: 1 + self.rng.below(20_000) as usize,
                         tag_filter: None,
+                        record_filter: None,
                     };
                     let read = shard.read_queue(request).await.unwrap();
                     assert_eq!(read.max_offset, max);
@@ -406,6 +407,7 @@ async fn run_seed(seed: u64) -> Coverage {
                     max_count: 16,
                     max_bytes: 8192,
                     tag_filter: None,
+                    record_filter: None,
                 };
                 let read = shard.read_queue(request).await.unwrap();
                 for (i, bytes) in read.records.into_iter().enumerate() {

@@ -147,6 +147,9 @@ pub struct BrokerConfig {
     pub default_topic_queue_nums: i32,
     /// `autoCreateSubscriptionGroup`.
     pub auto_create_subscription_group: bool,
+    /// `enablePropertyFilter`: SQL92 subscriptions are served (else refused, as Apache
+    /// refuses them, with SYSTEM_ERROR). Off by default, as in Apache.
+    pub enable_property_filter: bool,
     /// `brokerIP1`: the address registered with NameServers.
     pub broker_ip1: IpAddr,
     /// `mappedFileSizeCommitLog` (4.x: `mapedFileSizeCommitLog`).
@@ -243,6 +246,7 @@ impl BrokerConfig {
             auto_create_topic_enable: true,
             default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS_DEFAULT,
             auto_create_subscription_group: true,
+            enable_property_filter: false,
             broker_ip1: IpAddr::V4(Ipv4Addr::LOCALHOST),
             commit_log_segment_bytes: COMMIT_LOG_SEGMENT_BYTES_DEFAULT,
             message_bytes_max: MESSAGE_BYTES_MAX_DEFAULT,
@@ -299,6 +303,9 @@ impl BrokerConfig {
                 self.auto_create_subscription_group = at.boolean("autoCreateSubscriptionGroup")?
             }
             "brokerIP1" => *broker_ip1 = Some(value.parse().map_err(|e| at.bad("brokerIP1", e))?),
+            "enablePropertyFilter" => {
+                self.enable_property_filter = at.boolean("enablePropertyFilter")?
+            }
             "mappedFileSizeCommitLog" | "mapedFileSizeCommitLog" => {
                 self.commit_log_segment_bytes =
                     at.number("mappedFileSizeCommitLog", 1..=i32::MAX as u64)?

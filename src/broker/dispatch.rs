@@ -16,11 +16,14 @@ use super::error::BrokerResult;
 use super::processor::admin::{self, AdminRead};
 use super::processor::control::{self, topic_from_header, ControlRequest};
 use super::processor::send::{self, SendRequest};
-use super::processor::{offsets, pull, query, reply, runtime_info, send_back, stats, transaction};
+use super::processor::{
+    client_config, offsets, pull, query, reply, runtime_info, send_back, stats, transaction,
+};
 use super::shard::Shard;
 use super::work::{OffsetRequest, Origin, Work};
 use crate::broker::control::ops::ControlOp;
 use crate::protocol::body;
+use crate::protocol::body::check_client::CheckClientRequestBody;
 use crate::protocol::codes::request as code;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{
@@ -65,6 +68,8 @@ pub enum Request {
     Control(ControlRequest),
     /// Here.
     Admin(AdminRead),
+    /// Here.
+    CheckClientConfig(CheckClientRequestBody),
     /// A code the broker does not serve: answered REQUEST_CODE_NOT_SUPPORTED here.
     NotSupported,
 }
@@ -142,6 +147,11 @@ impl Request {
             code::GET_TOPIC_CONFIG => Ok(Self::Admin(AdminRead::Topic(topic()?))),
             code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(Self::Admin(AdminRead::AllGroups)),
             code::GET_BROKER_CONFIG => Ok(Self::Admin(AdminRead::BrokerConfig)),
+            // Apache reads a missing body as "nothing to check".
+            code::CHECK_CLIENT_CONFIG if command.body.is_empty() => {
+                Ok(Self::CheckClientConfig(CheckClientRequestBody::default()))
+            }
+            code::CHECK_CLIENT_CONFIG => Ok(Self::CheckClientConfig(body::decode(&command.body)?)),
             _ => Ok(Self::NotSupported),
         }
     }
@@ -181,6 +191,7 @@ async fn serve(
         Request::EndTransaction(header) => transaction::serve(shard, command, *header).await,
         Request::Control(request) => control::serve(shard, origin, command, request).await,
         Request::Admin(read) => admin::serve(shard, command, read),
+        Request::CheckClientConfig(body) => client_config::serve(shard, command, body),
         Request::NotSupported => Ok(not_supported(command).into()),
     }
 }

@@ -3,6 +3,7 @@
 use crate::broker::control::consumers::ConsumersError;
 use crate::broker::control::subscription_groups::GroupError;
 use crate::broker::control::topics::TopicError;
+use crate::broker::filter::CompileError;
 use crate::broker::processor::reply::ReplyError;
 use crate::persist::PersistError;
 use crate::protocol::codes::response;
@@ -59,6 +60,17 @@ pub enum BrokerError {
     SubscriptionNotLatest,
     #[error("parse the consumer's subscription failed: {0}")]
     SubscriptionParseFailed(String),
+    /// An SQL92 expression (of CHECK_CLIENT_CONFIG, or sent with a pull) that does not
+    /// compile.
+    #[error("Invalid MessageSelector. {0}")]
+    InvalidSelector(CompileError),
+    /// The group's subscription from its heartbeats has an expression that does not compile
+    /// (Apache registers no filter data for it).
+    #[error("The broker's consumer filter data is not exist!Your expression may be wrong! ({0})")]
+    FilterDataNotExist(CompileError),
+    /// `enablePropertyFilter` is off.
+    #[error("The broker does not support consumer to filter message by {0}")]
+    PropertyFilterDisabled(String),
     #[error("no message found: {0}")]
     QueryNotFound(String),
     #[error("the consumer group[{0}] not online")]
@@ -105,7 +117,9 @@ impl BrokerError {
             SubscriptionGroupNotExist(_) => response::SUBSCRIPTION_GROUP_NOT_EXIST,
             SubscriptionNotExist { .. } => response::SUBSCRIPTION_NOT_EXIST,
             SubscriptionNotLatest => response::SUBSCRIPTION_NOT_LATEST,
-            SubscriptionParseFailed(_) => response::SUBSCRIPTION_PARSE_FAILED,
+            SubscriptionParseFailed(_) | InvalidSelector(_) => response::SUBSCRIPTION_PARSE_FAILED,
+            FilterDataNotExist(_) => response::FILTER_DATA_NOT_EXIST,
+            PropertyFilterDisabled(_) => response::SYSTEM_ERROR,
             QueryNotFound(_) => response::QUERY_NOT_FOUND,
             ConsumerNotOnline(_) => response::CONSUMER_NOT_ONLINE,
             IllegalOperation(_) => response::ILLEGAL_OPERATION,

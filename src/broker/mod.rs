@@ -14,6 +14,7 @@ pub mod control;
 pub mod control_pump;
 pub mod dispatch;
 pub mod error;
+pub mod filter;
 pub mod inbox;
 pub mod names;
 pub mod placement;

@@ -7,6 +7,8 @@ use super::control::ops::ControlOp;
 use super::control::snapshot::ControlSnapshot;
 use super::control::topics::dlq_topic;
 use super::error::{BrokerError, BrokerResult};
+use super::filter::cache::SelectorCache;
+use super::filter::{CompileError, Selector};
 use super::placement::owner_of;
 use super::transaction::book::{EntrySource, FollowedQueue, TransactionBook};
 use super::work::{CheckRequest, Work};
@@ -51,6 +53,8 @@ pub struct Shard {
     /// The connections accepted by this shard, for requests the broker sends to clients.
     connections: RefCell<HashMap<ConnectionId, Weak<Connection>>>,
     uniq_keys: RefCell<UniqKeyGenerator>,
+    /// The SQL92 selectors this shard's pulls filter with.
+    selectors: RefCell<SelectorCache>,
     /// This shard's undecided transactions, followed from its half and op queues.
     transactions: RefCell<TransactionBook>,
     queue_cursor: Cell<u32>,
@@ -88,6 +92,7 @@ impl Shard {
             snapshot: RefCell::new(snapshot),
             connections: RefCell::new(HashMap::new()),
             uniq_keys: RefCell::new(uniq_keys),
+            selectors: RefCell::new(SelectorCache::default()),
             transactions: RefCell::new(TransactionBook::default()),
             queue_cursor: Cell::new(id as u32),
             counters: Cell::new(Counters::default()),
@@ -192,6 +197,21 @@ impl Shard {
 
     pub fn group_subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
         self.snapshot.borrow().subscription(group, topic).cloned()
+    }
+
+    /// The compiled selector of a group's non-TAG subscription (cached, see
+    /// [`SelectorCache`]).
+    pub fn selector(
+        &self,
+        group: &str,
+        subscription: &SubscriptionData,
+    ) -> Result<Rc<Selector>, CompileError> {
+        self.selectors.borrow_mut().get(
+            group,
+            &subscription.topic,
+            &subscription.expression_type,
+            &subscription.sub_string,
+        )
     }
 
     /// The group's config, created on first use when the broker allows it (as Java does on

@@ -24,6 +24,10 @@ BROKER_READY = "ringmq broker listening on "
 # The NameServer's log line for a registration (debug level: enabled by RUST_LOG below).
 REGISTERED = "broker registered"
 RUST_LOG = "info,ringmq::namesrv::processor=debug"
+# broker.conf keys the matrix sets beyond ringmq's defaults (written next to the data
+# directory, passed with --config): SQL92 subscriptions (the sql92 scenario) need the
+# property filter, off by default as in Apache RocketMQ.
+BROKER_CONF = "enablePropertyFilter=true\n"
 
 
 class BrokerError(Exception):
@@ -78,6 +82,8 @@ class Broker:
         registered with its NameServer and clusterList shows it."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        conf = self.data_dir.parent / "broker.conf"
+        conf.write_text(BROKER_CONF)
         with self.changed:
             self.lines = []
         self.process = subprocess.Popen(
@@ -88,6 +94,7 @@ class Broker:
                 "--namesrv-listen", self.namesrv_addr,
                 "--broker-ip", "127.0.0.1",
                 "--data", str(self.data_dir),
+                "--config", str(conf),
             ],
             env={**os.environ, "RUST_LOG": RUST_LOG},
             stdin=subprocess.DEVNULL,

@@ -36,6 +36,7 @@ SCENARIOS = [
     "send-batch",
     "message-props",
     "push-tag",
+    "sql92",
     "broadcast",
     "consume-from",
     "offsets-consumer-restart",

@@ -56,5 +56,6 @@ pub fn all(topic: &str, queue_id: i32) -> QueueReadRequest<'_> {
         max_count: 1000,
         max_bytes: usize::MAX,
         tag_filter: None,
+        record_filter: None,
     }
 }

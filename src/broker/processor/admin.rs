@@ -102,6 +102,10 @@ fn config_properties(config: &BrokerConfig) -> String {
             config.auto_create_subscription_group.to_string(),
         ),
         (
+            "enablePropertyFilter",
+            config.enable_property_filter.to_string(),
+        ),
+        (
             "mappedFileSizeCommitLog",
             config.commit_log_segment_bytes.to_string(),
         ),

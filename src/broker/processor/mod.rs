@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod append;
+pub mod client_config;
 pub mod control;
 pub mod offsets;
 pub mod pull;

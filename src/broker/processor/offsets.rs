@@ -137,6 +137,7 @@ pub async fn store_time_at(
             max_count: 1,
             max_bytes: usize::MAX,
             tag_filter: None,
+            record_filter: None,
         })
         .await?;
     Ok(read

@@ -10,18 +10,26 @@
 //! | OFFSET_TOO_SMALL | offset below the min (retention removed it) | PULL_OFFSET_MOVED | min |
 //! | OFFSET_OVERFLOW_ONE | offset at the max | PULL_NOT_FOUND (a long poll waits) | offset |
 //! | OFFSET_OVERFLOW_BADLY | offset past the max | PULL_OFFSET_MOVED | max (4.9: min while min is 0) |
-//! | NO_MATCHED_MESSAGE | every entry read was filtered out by tag | PULL_RETRY_IMMEDIATELY | past them |
+//! | NO_MATCHED_MESSAGE | every entry read was filtered out (by tag or SQL92) | PULL_RETRY_IMMEDIATELY | past them |
 //! | MESSAGE_WAS_REMOVING | retention removed what the read was reading | PULL_RETRY_IMMEDIATELY | the new min |
 //! | FOUND | records | SUCCESS | past them |
 //!
 //! NO_MATCHED_LOGIC_QUEUE needs no row: a queue that was never written reads as an empty one,
 //! as in Apache, whose store creates the queue on the lookup.
 //!
+//! Filtering, as Apache's `ExpressionMessageFilter`: a TAG subscription by the consume queue
+//! entry's tag code, an SQL92 one by its compiled selector over the record's properties
+//! (`enablePropertyFilter` must be on); both on the one read path, skipped entries advancing
+//! the offset. A held pull is answered when a matching message arrives or at its suspend
+//! time: messages that do not match are stepped over while it waits, as Apache's hold
+//! service checks the filter before it wakes a pull.
+//!
 //! Per pull: the records are slices of the store's buffers from the read to the socket: no
 //! copy on the broker side (the response is written with one vectored write). A FOUND answer
 //! carries no remark (Apache writes "FOUND"; no client reads it), the others their status.
 
 use crate::broker::error::{BrokerError, BrokerResult};
+use crate::broker::filter::Selector;
 use crate::broker::shard::Shard;
 use crate::broker::work::{Origin, Pulled, Work};
 use crate::protocol::body::heartbeat::SubscriptionData;
@@ -31,8 +39,10 @@ use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
 use crate::server::Response;
 use bytes::Bytes;
-use ringmq_shards::QueueReadRequest;
-use std::time::Duration;
+use ringmq_shards::record::RecordView;
+use ringmq_shards::{QueueReadRequest, RecordFilter};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 /// Pull sysFlag bits (`PullSysFlag`).
 const FLAG_COMMIT_OFFSET: i32 = 0x1;
@@ -130,7 +140,15 @@ pub async fn pull(
         )));
     }
     let filter = pull_filter(shard, &header)?;
-    let tag_codes = filter.as_ref().and_then(SubscriptionData::code_filter);
+    let sql_test = filter.selector.as_ref().map(|selector| {
+        move |record: &Bytes| {
+            RecordView::parse(record.clone()).is_ok_and(|view| selector.matches(view.properties()))
+        }
+    });
+    let filters = ReadFilters {
+        tags: filter.data.code_filter(),
+        records: sql_test.as_ref().map(|test| RecordFilter(test)),
+    };
 
     // The commit offset travels with the pull (push consumers). Stored on arrival, as Java
     // does: a pull held for seconds must not write its then-stale offset over commits made
@@ -144,21 +162,11 @@ pub async fn pull(
         )?;
     }
 
-    let mut read = read_for_pull(shard, &header, tag_codes).await?;
+    let mut read = read_for_pull(shard, &header, header.queue_offset, filters).await?;
     if header.sys_flag & FLAG_SUSPEND != 0 && matches!(read.found, PullOutcome::NotFound(_)) {
         let wait = Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
             .min(SUSPEND_TIME_MAX);
-        let arrived =
-            shard
-                .store()
-                .wait_for_offset(&header.topic, header.queue_id, header.queue_offset);
-        let timer = glommio::timer::Timer::new(wait);
-        futures_lite::future::or(async { arrived.await.map(|_| ()) }, async {
-            timer.await;
-            Ok(())
-        })
-        .await?;
-        read = read_for_pull(shard, &header, tag_codes).await?;
+        read = hold(shard, &header, filters, wait).await?;
     }
     let (code, status, records) = match read.found {
         PullOutcome::Messages(records) => {
@@ -195,34 +203,102 @@ pub async fn pull(
     })
 }
 
+/// What a pull filters by: its subscription, and the compiled selector of a non-TAG one.
+struct PullFilter {
+    data: SubscriptionData,
+    selector: Option<Rc<Selector>>,
+}
+
 /// The subscription to filter by: the one in the request when it carries one (lite pull,
-/// `postSubscriptionWhenPull`), else the group's from its heartbeats, as Java does.
-fn pull_filter(
-    shard: &Shard,
-    header: &PullMessageRequestHeader,
-) -> BrokerResult<Option<SubscriptionData>> {
-    if header.sys_flag & FLAG_SUBSCRIPTION != 0 {
+/// `postSubscriptionWhenPull`), else the group's from its heartbeats, as Java does; with the
+/// refusals Apache makes, in its order.
+fn pull_filter(shard: &Shard, header: &PullMessageRequestHeader) -> BrokerResult<PullFilter> {
+    let from_request = header.sys_flag & FLAG_SUBSCRIPTION != 0;
+    let data = if from_request {
         let expression = header.subscription.as_deref().unwrap_or("*");
-        let data = SubscriptionData::from_expression(
+        SubscriptionData::from_expression(
             &header.topic,
             expression,
             header.expression_type.as_deref(),
         )
-        .map_err(|e| BrokerError::SubscriptionParseFailed(e.to_string()))?;
-        return Ok(Some(data));
+        .map_err(|e| BrokerError::SubscriptionParseFailed(e.to_string()))?
+    } else {
+        let data = shard
+            .group_subscription(&header.consumer_group, &header.topic)
+            .ok_or_else(|| BrokerError::SubscriptionNotExist {
+                group: header.consumer_group.clone(),
+                topic: header.topic.clone(),
+            })?;
+        if data.sub_version < header.sub_version {
+            return Err(BrokerError::SubscriptionNotLatest);
+        }
+        data
+    };
+    if data.is_tag_type() || data.class_filter_mode {
+        return Ok(PullFilter {
+            data,
+            selector: None,
+        });
     }
-    let data = shard
-        .group_subscription(&header.consumer_group, &header.topic)
-        .ok_or_else(|| BrokerError::SubscriptionNotExist {
-            group: header.consumer_group.clone(),
-            topic: header.topic.clone(),
-        })?;
-    if data.sub_version < header.sub_version {
-        return Err(BrokerError::SubscriptionNotLatest);
+    // Apache's lite-pull path passes every message when the expression does not compile
+    // (an `assert` guards it, off in production); ringmq refuses it.
+    let selector =
+        shard
+            .selector(&header.consumer_group, &data)
+            .map_err(|e| match from_request {
+                true => BrokerError::InvalidSelector(e),
+                false => BrokerError::FilterDataNotExist(e),
+            })?;
+    if !shard.config().enable_property_filter {
+        return Err(BrokerError::PropertyFilterDisabled(data.expression_type));
     }
-    Ok(Some(data))
+    Ok(PullFilter {
+        data,
+        selector: Some(selector),
+    })
 }
 
+/// A held pull: waits for entries past what it has read so far; entries that arrive but do
+/// not match are stepped over and the wait goes on, until a read finds messages or the time
+/// is up. Whatever it answers, its next offset is past what it stepped over.
+async fn hold(
+    shard: &Shard,
+    header: &PullMessageRequestHeader,
+    filters: ReadFilters<'_>,
+    wait: Duration,
+) -> BrokerResult<QueueState> {
+    let deadline = Instant::now() + wait;
+    let mut from = header.queue_offset;
+    loop {
+        let arrived = shard
+            .store()
+            .wait_for_offset(&header.topic, header.queue_id, from);
+        let timer = glommio::timer::Timer::new(deadline.saturating_duration_since(Instant::now()));
+        futures_lite::future::or(async { arrived.await.map(|_| ()) }, async {
+            timer.await;
+            Ok(())
+        })
+        .await?;
+        let read = read_for_pull(shard, header, from, filters).await?;
+        let stepped_over = matches!(
+            read.found,
+            PullOutcome::RetryImmediately(NO_MATCHED_MESSAGE)
+        ) && read.next > from;
+        if !stepped_over || Instant::now() >= deadline {
+            return Ok(read);
+        }
+        from = read.next;
+    }
+}
+
+/// The filters of one read.
+#[derive(Clone, Copy)]
+struct ReadFilters<'a> {
+    tags: Option<&'a [i32]>,
+    records: Option<RecordFilter<'a>>,
+}
+
+const NO_MATCHED_MESSAGE: &str = "NO_MATCHED_MESSAGE";
 const NO_MESSAGE_IN_QUEUE: &str = "NO_MESSAGE_IN_QUEUE";
 
 /// One read of the queue.
@@ -233,14 +309,15 @@ struct QueueState {
     max: i64,
 }
 
-/// Reads the queue once.
+/// Reads the queue once, from `offset`.
 async fn read_for_pull(
     shard: &Shard,
     header: &PullMessageRequestHeader,
-    tag_codes: Option<&[i32]>,
+    offset: i64,
+    filters: ReadFilters<'_>,
 ) -> BrokerResult<QueueState> {
     let store = shard.store();
-    let (topic, queue_id, offset) = (&header.topic[..], header.queue_id, header.queue_offset);
+    let (topic, queue_id) = (&header.topic[..], header.queue_id);
     let min = store.min_offset(topic, queue_id);
     let max = store.max_offset(topic, queue_id);
     let at = |found, next| {
@@ -280,14 +357,15 @@ async fn read_for_pull(
             offset,
             max_count: header.max_msg_nums.max(1) as usize,
             max_bytes,
-            tag_filter: tag_codes,
+            tag_filter: filters.tags,
+            record_filter: filters.records,
         })
         .await?;
     if read.records.is_empty() {
         let status = if read.min_offset > min {
             "MESSAGE_WAS_REMOVING"
         } else {
-            "NO_MATCHED_MESSAGE"
+            NO_MATCHED_MESSAGE
         };
         return Ok(QueueState {
             found: PullOutcome::RetryImmediately(status),

@@ -282,7 +282,9 @@ impl SubscriptionData {
         }
     }
 
-    fn is_tag_type(&self) -> bool {
+    /// Whether the expression is a tag list (`TAG`, or no type), as Java's
+    /// `ExpressionType.isTagType`.
+    pub fn is_tag_type(&self) -> bool {
         self.expression_type.is_empty() || self.expression_type == EXPRESSION_TYPE_TAG
     }
 

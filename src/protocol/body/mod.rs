@@ -5,6 +5,7 @@
 //! Java's defaults, numbers may come as strings); read them with [`decode`], write them with
 //! [`encode`] or [`crate::protocol::fastjson::to_vec`] when the style matters.
 
+pub mod check_client;
 pub mod consumer_group;
 pub mod heartbeat;
 mod lists;

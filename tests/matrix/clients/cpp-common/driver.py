@@ -233,6 +233,11 @@ def broadcast():
     return "two BROADCASTING consumers each got all %d once, intact" % COUNT
 
 
+def sql92():
+    raise Na("the C API has no SQL92 selector: CPushConsumer.h's Subscribe(consumer, topic, expression) "
+             "takes a tag expression only (no expression type, no MessageSelector)")
+
+
 def consume_from():
     raise Na("the C API has no consume-from setting (no SetPushConsumerConsumeFromWhere in CPushConsumer.h); "
              "every scenario runs its default, CONSUME_FROM_LAST_OFFSET")
@@ -464,6 +469,7 @@ PHASES = {
     "send-batch": send_batch,
     "message-props": message_props,
     "push-tag": push_tag,
+    "sql92": sql92,
     "broadcast": broadcast,
     "consume-from": consume_from,
     "offsets-consumer-restart": offsets_consumer_restart,

@@ -230,17 +230,18 @@ func (c *collector) receivers(id string) []string {
 	return append([]string(nil), c.byWhom[id]...)
 }
 
-// startPush starts a push consumer of group on topic with the selector expression; it
+// startPush starts a push consumer of group on topic with the tag expression expr; it
 // starts from the first offset unless opts say otherwise (later options win).
 func startPush(e *env, group, role, topic, expr string, c *collector, opts ...consumer.Option) (rocketmq.PushConsumer, error) {
-	return startPushWith(e, group, role, topic, expr, c.handler(role), opts...)
+	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: expr}
+	return startPushWith(e, group, role, topic, sel, c.handler(role), opts...)
 }
 
 // pushHandler is what a push consumer calls with each pull's messages.
 type pushHandler = func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)
 
-// startPushWith is startPush with the consumer's own handler instead of a collector's.
-func startPushWith(e *env, group, role, topic, expr string, handler pushHandler, opts ...consumer.Option) (rocketmq.PushConsumer, error) {
+// startPushWith is startPush with any selector (TAG or SQL92) and the consumer's own handler.
+func startPushWith(e *env, group, role, topic string, sel consumer.MessageSelector, handler pushHandler, opts ...consumer.Option) (rocketmq.PushConsumer, error) {
 	base := []consumer.Option{
 		consumer.WithNsResolver(resolver(e)),
 		consumer.WithGroupName(group),
@@ -251,7 +252,6 @@ func startPushWith(e *env, group, role, topic, expr string, handler pushHandler,
 	if err != nil {
 		return nil, fmt.Errorf("new push consumer %s: %w", role, err)
 	}
-	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: expr}
 	if err := pc.Subscribe(topic, sel, handler); err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", role, err)
 	}

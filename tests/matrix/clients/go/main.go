@@ -50,6 +50,7 @@ var phases = map[string]scenario{
 	"send-batch":               runSendBatch,
 	"message-props":            runMessageProps,
 	"push-tag":                 runPushTag,
+	"sql92":                    runSQL92,
 	"broadcast":                runBroadcast,
 	"consume-from":             runConsumeFrom,
 	"offsets-consumer-restart": runOffsetsConsumerRestart,

@@ -52,7 +52,7 @@ func runRequestReply(e *env) (string, error) {
 	// NameServer has the topic (prepareSendRequest asks it, where Java looks at its own route
 	// table). A push consumer's start heartbeats at once: the responder shares the
 	// requester's client instance (role), so that heartbeat registers the requester.
-	responder, err := startPushWith(e, e.group, "requester", e.topic, "*", respond)
+	responder, err := startPushWith(e, e.group, "requester", e.topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, respond)
 	if err != nil {
 		return "", err
 	}

@@ -15,7 +15,7 @@ row="$1"
 shift
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(route send-sync send-async send-oneway send-batch
-    message-props push-tag broadcast consume-from offsets-consumer-restart
+    message-props push-tag sql92 broadcast consume-from offsets-consumer-restart
     offsets-broker-restart rebalance orderly lite-pull query cross
     request-reply)
 ringmq="${RINGMQ:-/work/bin/ringmq}" # only its `admin updateTopic` is used
@@ -90,6 +90,7 @@ autoCreateTopicEnable=false
 mappedFileSizeCommitLog=67108864
 mappedFileSizeConsumeQueue=60000
 timerWheelEnable=false
+enablePropertyFilter=true
 CONF
 # start_broker: boots the broker and waits (bounded) until the NameServer lists it: a 5.x
 # broker's first registration can come 10 s after "boot success", and nothing announces it.

@@ -20,6 +20,27 @@ const FUTURE_TIMESTAMP = '20991231235959';
 const ORDER_KEYS = 10;
 /** Messages of the cross-client set (contract). */
 const CROSS_COUNT = 8;
+/** Messages of the sql92 scenario. */
+const SQL92_COUNT = 20;
+/**
+ * How long sql92 keeps its consumers after their wanted messages arrived, so one the broker
+ * should have filtered out would arrive too and be seen.
+ */
+const SQL92_SETTLE_MS = 2000;
+/**
+ * sql92's selectors and what each must deliver: the Java rows' (java-common/src/Sql92.java),
+ * 5.x's string operators included (ringmq's grammar is 5.x's).
+ */
+const SQL92_CASES = [
+  [ 'numbers', 'n > 5 AND d <= 7.5', i => i % 5 !== 4 && i > 5 && i <= 15 ],
+  [ 'missing', 'n IS NULL OR n < 2', i => i % 5 === 4 || i < 2 ],
+  // "seven" is no int: the evaluation fails and the message does not match, TagX or not
+  [ 'mismatch', "mix = 7 OR TAGS = 'TagX'", i => i % 3 !== 0 ],
+  [ 'in-between', "s IN ('alpha-2', 'beta-3', 'beta-5') OR n NOT BETWEEN 1 AND 17",
+    i => [ 2, 3, 5 ].includes(i) || (i % 5 !== 4 && (i < 1 || i > 17)) ],
+  [ 'startswith', "s STARTSWITH 'alpha' AND d BETWEEN 2.0 AND 6.0", i => i % 2 === 0 && i >= 4 && i <= 12 ],
+  [ 'not-contains', "s NOT CONTAINS '1' AND TAGS = 'TagX'", i => i % 4 === 0 && !String(i).includes('1') ],
+];
 /** A child consumer process gets this long before it is killed; above the consume deadline. */
 const CHILD_TIMEOUT_MS = 90000;
 
@@ -141,6 +162,35 @@ const scenarios = {
     must(!r.received.some(m => m.tags === 'TagC'), 'a TagC message was delivered');
     mustIntact(c.checkExactly(wants, r.received));
     return `${wants.length} TagA/TagB messages each once, no TagC`;
+  },
+
+  async sql92() {
+    const p = await c.producer();
+    const sent = [];
+    for (let i = 0; i < SQL92_COUNT; i++) {
+      // n = i (missing on every 5th), d = i / 2 as Java writes a double, s, mix = 7 or seven
+      const m = c.contractMessage(env.topic, 'sql92', i, i % 4 === 0 ? 'TagX' : 'TagA');
+      if (i % 5 !== 4) m.properties.n = String(i);
+      m.properties.d = (i * 0.5).toFixed(1);
+      m.properties.s = `${i % 2 === 0 ? 'alpha' : 'beta'}-${i}`;
+      m.properties.mix = i % 3 === 0 ? 'seven' : '7';
+      sent.push(await c.sendChecked(p, m));
+    }
+    // ali-ons takes an {expressionType, subString} object where a tag expression goes.
+    const runs = await Promise.all(SQL92_CASES.map(async ([ name, expression, wanted ]) => {
+      const sub = { expressionType: 'SQL92', subString: expression };
+      const r = await new c.Recorder(env.topic, `${env.group}-${name}`, { sub }).ready();
+      return { name, r, wants: sent.filter((_, i) => wanted(i)) };
+    }));
+    for (const { name, r, wants } of runs) {
+      await r.until(() => r.received.length >= wants.length, `${name}: ${wants.length} messages`);
+    }
+    await new Promise(resolve => setTimeout(resolve, SQL92_SETTLE_MS));
+    for (const { name, r, wants } of runs) {
+      const problems = c.checkExactly(wants, r.received);
+      if (problems.length) throw new Fail(`${name}: ${problems.slice(0, 5).join('; ')}`);
+    }
+    return `${SQL92_CASES.length} SQL92 selectors each got exactly their messages of ${SQL92_COUNT} (missing properties, int/double/string values, a type mismatch, STARTSWITH, NOT CONTAINS)`;
   },
 
   async broadcast() {

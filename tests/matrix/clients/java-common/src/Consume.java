@@ -30,15 +30,31 @@ final class Consume {
         Inbox inbox = new Inbox();
         DefaultMQPushConsumer consumer = Clients.push(env, env.topic(), env.group(), instance,
                 subscription, inbox.listener(instance));
-        consumer.start();
-        inbox.awaitAll("messages consumed by " + instance, expected, Clients.WAIT_MS);
-        Map<Integer, Long> max = Clients.maxOffsets(producer, env.topic());
-        Clients.awaitCaughtUp(consumer, env.topic(), max, Clients.QUEUES);
-        inbox.checkExactlyOnce("messages to " + instance, env.topic(), expected);
-        // shutdown commits the offsets (the periodic commit starts only 10 s after start)
-        consumer.shutdown();
-        Clients.awaitCommitted(producer, env.topic(), env.group(), max);
+        finishExactlyOnce(env, producer, start(consumer, inbox, expected));
         return inbox;
+    }
+
+    /** A started consumer, what it records and what it must get. */
+    record Running(DefaultMQPushConsumer consumer, Inbox inbox, List<Expect> expected) {
+    }
+
+    static Running start(DefaultMQPushConsumer consumer, Inbox inbox, List<Expect> expected)
+            throws Exception {
+        consumer.start();
+        return new Running(consumer, inbox, expected);
+    }
+
+    /** The checks of {@link #exactlyOnce} on a started consumer of env's topic. */
+    static void finishExactlyOnce(Env env, DefaultMQProducer producer, Running r)
+            throws Exception {
+        String instance = r.consumer().getInstanceName();
+        r.inbox().awaitAll("messages consumed by " + instance, r.expected(), Clients.WAIT_MS);
+        Map<Integer, Long> max = Clients.maxOffsets(producer, env.topic());
+        Clients.awaitCaughtUp(r.consumer(), env.topic(), max, Clients.QUEUES);
+        r.inbox().checkExactlyOnce("messages to " + instance, env.topic(), r.expected());
+        // shutdown commits the offsets (the periodic commit starts only 10 s after start)
+        r.consumer().shutdown();
+        Clients.awaitCommitted(producer, env.topic(), r.consumer().getConsumerGroup(), max);
     }
 
     /** push-tag: a `TagA || TagB` consumer gets every TagA and TagB message once, no TagC. */

@@ -53,6 +53,7 @@ public final class MatrixDriver {
             case "send-batch" -> Sends::batch;
             case "message-props" -> Content::messageProps;
             case "push-tag" -> Consume::pushTag;
+            case "sql92" -> Sql92::sql92;
             case "broadcast" -> Consume::broadcast;
             case "consume-from" -> Consume::consumeFrom;
             case "offsets-consumer-restart" -> Offsets::consumerRestart;

@@ -9,7 +9,7 @@ use rocketmq_client_rust::{
     ClientConfig, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus, DefaultMQProducer,
     DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently, MessageListenerOrderly,
-    MessageQueueListener, SendResult, SendStatus,
+    MessageQueueListener, MessageSelector, SendResult, SendStatus,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::message_ext::MessageExt;
@@ -478,7 +478,10 @@ impl MessageListenerOrderly for Orderly {
 /// How a push consumer is set up.
 pub struct ConsumerSpec<'a> {
     pub group: &'a str,
+    /// A tag expression, unless `sql92` is set.
     pub sub: &'a str,
+    /// An SQL92 expression (`MessageSelector::by_sql`) instead of `sub`.
+    pub sql92: Option<&'a str>,
     pub from: ConsumeFromWhere,
     pub timestamp: Option<String>,
     pub broadcast: bool,
@@ -490,6 +493,7 @@ impl<'a> ConsumerSpec<'a> {
         ConsumerSpec {
             group,
             sub: "*",
+            sql92: None,
             from: ConsumeFromWhere::ConsumeFromFirstOffset,
             timestamp: None,
             broadcast: false,
@@ -525,10 +529,16 @@ impl Runtime {
             b = b.consume_timestamp(ts);
         }
         let mut consumer = b.build();
-        consumer
-            .subscribe(topic.to_string(), spec.sub.to_string())
-            .await
-            .ctx("subscribe")?;
+        match spec.sql92 {
+            Some(sql) => consumer
+                .subscribe_with_selector(topic, Some(MessageSelector::by_sql(sql)))
+                .await
+                .ctx("subscribe")?,
+            None => consumer
+                .subscribe(topic.to_string(), spec.sub.to_string())
+                .await
+                .ctx("subscribe")?,
+        }
         if spec.orderly {
             consumer.register_message_listener_orderly(Orderly(inbox.clone()));
         } else {
