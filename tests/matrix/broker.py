@@ -20,6 +20,23 @@ ADMIN_TIMEOUT_S = 30
 # Random ports tried for a broker port whose VIP port (port - 2) is free as well.
 PORT_ATTEMPTS = 100
 
+# The transaction check-back of every matrix broker (ringmq's and Apache's broker.conf keys):
+# first check 1 s after a half was stored, a round every second, so the transaction scenarios
+# see their check-backs in seconds; 15 checks (Apache's default) before a half is discarded,
+# which outlasts the broker restart of transaction-crash and its phase 2 starting (the checks
+# count on while no producer is connected).
+TRANSACTION_CHECK = {
+    "transactionTimeOut": 1000,
+    "transactionCheckInterval": 1000,
+    "transactionCheckMax": 15,
+}
+# ringmq acknowledges under ASYNC_FLUSH (the default, the matrix's) before the bytes are
+# written, and flushes within flushIntervalCommitLog (500 ms): a SIGKILL takes what is not yet
+# written, as a power loss would. transaction-crash is about the decisions made before the
+# kill, not that window, so the kill waits it out. (Acknowledged SYNC_FLUSH messages across a
+# SIGKILL: tests/compat_java_client.rs, tests/real_disk.rs.)
+FLUSH_SETTLE_S = 2
+
 BROKER_READY = "ringmq broker listening on "
 # The NameServer's log line for a registration (debug level: enabled by RUST_LOG below).
 REGISTERED = "broker registered"
@@ -78,6 +95,8 @@ class Broker:
         registered with its NameServer and clusterList shows it."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        conf = self.data_dir.parent / "broker.conf"
+        conf.write_text("".join(f"{key}={value}\n" for key, value in TRANSACTION_CHECK.items()))
         with self.changed:
             self.lines = []
         self.process = subprocess.Popen(
@@ -88,6 +107,7 @@ class Broker:
                 "--namesrv-listen", self.namesrv_addr,
                 "--broker-ip", "127.0.0.1",
                 "--data", str(self.data_dir),
+                "--config", str(conf),
             ],
             env={**os.environ, "RUST_LOG": RUST_LOG},
             stdin=subprocess.DEVNULL,
@@ -173,6 +193,15 @@ class Broker:
 
     def restart(self):
         self.stop()
+        self.start()
+
+    def crash_restart(self):
+        """SIGKILL (once what was acknowledged is flushed), then start again."""
+        if self.process is not None:
+            time.sleep(FLUSH_SETTLE_S)
+            process, self.process = self.process, None
+            process.kill()
+            process.wait()
         self.start()
 
     def remove_data(self):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixture  # noqa: E402  (the mqadmin rows' messages and live consumer)
-from broker import Broker, BrokerError  # noqa: E402
+from broker import TRANSACTION_CHECK, Broker, BrokerError  # noqa: E402
 from report import LABELS, Cell, write_reports  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -44,8 +44,16 @@ SCENARIOS = [
     "orderly",
     "lite-pull",
     "query",
+    "transaction",
+    "transaction-crash",
+    "timer",
 ]
-RESTART_SCENARIO = "offsets-broker-restart"
+# Scenarios of two phases, with the broker stopped between them: SIGTERM (a clean restart) or
+# SIGKILL (a crash), then started again on the same ports and data.
+RESTART_SCENARIOS = {
+    "offsets-broker-restart": signal.SIGTERM,
+    "transaction-crash": signal.SIGKILL,
+}
 CROSS_PRODUCE = "cross-produce"
 CROSS_CONSUME = "cross-consume"
 MQADMIN_COMMANDS = [
@@ -177,6 +185,7 @@ class Matrix:
             MATRIX_GROUP2=group + "_2",
             MATRIX_STATE=str(state),
             MATRIX_COUNT=str(DEFAULT_COUNT),
+            MATRIX_TRANSACTION_CHECK_MAX=str(TRANSACTION_CHECK["transactionCheckMax"]),
         )
         if peer is not None:
             env["MATRIX_PEER"] = peer
@@ -208,17 +217,21 @@ class Matrix:
             self.broker.create_topic(created, QUEUES)
         return topic, topic2, sanitize(f"mxg_{row.id}_{name}")
 
-    # --- the broker restart between offsets-broker-restart.1 and .2 ----------------------
+    # --- the broker restart between the phases of a RESTART_SCENARIOS one ------------------
 
-    def restart_broker(self):
-        """SIGTERM, wait, start on the same ports and data. The hostile row is paused
-        meanwhile and told (by the epoch file) to discard the round the restart cut."""
+    def restart_broker(self, signum):
+        """SIGTERM (and wait) or SIGKILL, then start on the same ports and data. The hostile
+        row is paused meanwhile and told (by the epoch file) to discard the round the restart
+        cut."""
         self.signal_hostile(signal.SIGSTOP)
         try:
             if self.hostile is not None:
                 epoch = self.hostile[2] / "broker-epoch"
                 epoch.write_text(str(int(epoch.read_text() or "0") + 1))
-            self.broker.restart()
+            if signum == signal.SIGKILL:
+                self.broker.crash_restart()
+            else:
+                self.broker.restart()
         finally:
             self.signal_hostile(signal.SIGCONT)
 
@@ -244,7 +257,7 @@ class Matrix:
                 continue
             state = self.fresh_state(row, scenario)
             env = self.env(row, scenario, topic, topic2, group, state)
-            if scenario != RESTART_SCENARIO:
+            if scenario not in RESTART_SCENARIOS:
                 self.cells[(row.id, scenario)] = self.run_phase(row, scenario, env)
                 continue
             first = self.run_phase(row, scenario + ".1", env)
@@ -252,7 +265,7 @@ class Matrix:
                 self.cells[(row.id, scenario)] = first
                 continue
             try:
-                self.restart_broker()
+                self.restart_broker(RESTART_SCENARIOS[scenario])
             except BrokerError as err:
                 self.cells[(row.id, scenario)] = Cell("FAIL", f"broker restart: {err}")
                 self.broker.start()
