@@ -47,9 +47,9 @@ class BrokerError(Exception):
     pass
 
 
-def free_ports():
-    """(P, Q) for the broker and the NameServer, P - 2 (the broker's VIP channel) free too;
-    all three held while the next is picked, so none can be another."""
+def free_ports(neighbours=(-2,)):
+    """(P, Q) for the broker and the NameServer, P + n free too for each n of `neighbours`
+    (ringmq's VIP channel is P - 2); all held while the next is picked, so none can be another."""
     for _ in range(PORT_ATTEMPTS):
         held = []
         try:
@@ -57,7 +57,7 @@ def free_ports():
             held.append(broker)
             port = broker.getsockname()[1]
             try:
-                held.append(bind(port - 2))
+                held.extend(bind(port + n) for n in neighbours)
             except OSError:
                 continue
             namesrv = bind(0)
@@ -66,7 +66,20 @@ def free_ports():
         finally:
             for sock in held:
                 sock.close()
-    raise BrokerError(f"no free port P with P - 2 free in {PORT_ATTEMPTS} attempts")
+    raise BrokerError(f"no free port P with {', '.join(f'P {n:+d}' for n in neighbours)} free in {PORT_ATTEMPTS} attempts")
+
+
+def terminate(process, what):
+    """SIGTERM and wait (bounded, then SIGKILL and BrokerError)."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise BrokerError(f"{what} did not stop within {STOP_TIMEOUT_S} s of SIGTERM (killed)")
 
 
 def bind(port):
@@ -180,14 +193,7 @@ class Broker:
         if self.process is None:
             return
         process, self.process = self.process, None
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-                raise BrokerError(f"ringmq did not stop within {STOP_TIMEOUT_S} s of SIGTERM (killed)")
+        terminate(process, "ringmq")
         if process.returncode != 0:
             raise BrokerError(f"ringmq exited {process.returncode} on SIGTERM; see {self.log_path}")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixture  # noqa: E402  (the mqadmin rows' messages and live consumer)
+from apache import SERVER_POMS, ApacheBroker  # noqa: E402
 from broker import TRANSACTION_CHECK, Broker, BrokerError  # noqa: E402
 from report import LABELS, Cell, write_reports  # noqa: E402
 
@@ -164,7 +165,11 @@ class Matrix:
         self.rows = discover_rows(args.clients)
         self.client_scenarios = [scenario for scenario in SCENARIOS if scenario in self.scenarios]
         self.mqadmin_commands = [command for command in MQADMIN_COMMANDS if command in self.scenarios]
-        self.broker = Broker(self.ringmq, OUT / "data", OUT / "logs" / "ringmq.log")
+        if args.against:
+            self.broker = ApacheBroker(args.against, self.ringmq, OUT / "apache", OUT / "logs" / "apache.log")
+        else:
+            self.broker = Broker(self.ringmq, OUT / "data", OUT / "logs" / "ringmq.log")
+        self.against = args.against
         self.hostile = None  # (Row, Driver, state dir) while attacking
         self.cells = {}  # (row id, column) -> Cell
         self.cross = {}  # (producer, consumer) -> Cell
@@ -403,7 +408,7 @@ class Matrix:
             cells=self.cells,
             cross=self.cross,
             row_seconds=self.row_seconds,
-            ringmq=str(self.ringmq),
+            ringmq=f"Apache RocketMQ {self.against.split('-', 1)[1]}, not ringmq" if self.against else str(self.ringmq),
         )
 
 
@@ -457,6 +462,12 @@ def main():
         "--scenarios",
         help="comma-separated scenarios, mqadmin commands or `hostile` (default: all, cross-client included)",
     )
+    parser.add_argument(
+        "--against",
+        choices=sorted(SERVER_POMS),
+        help="run the rows against Apache RocketMQ's NameServer and broker of that version (from ~/.m2) instead"
+        " of ringmq; output in target/matrix-<version>/",
+    )
     args = parser.parse_args()
     args.clients = args.clients.split(",") if args.clients else None
     every = SCENARIOS + [CROSS_PRODUCE, CROSS_CONSUME] + MQADMIN_COMMANDS + [HOSTILE]
@@ -471,6 +482,9 @@ def main():
         args.scenarios = every
     if not Path(args.ringmq).is_file():
         sys.exit(f"matrix: no ringmq binary at {args.ringmq} (scripts/compat-matrix.sh builds it)")
+    if args.against:
+        global OUT
+        OUT = REPO / "target" / f"matrix-{args.against}"
     OUT.mkdir(parents=True, exist_ok=True)
     try:
         failed = Matrix(args).run()
