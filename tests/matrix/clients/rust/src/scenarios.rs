@@ -49,6 +49,10 @@ pub async fn run(phase: &str, env: &Env, rt: &Runtime) -> Res<String> {
         "query" => query(env, rt).await,
         "cross-produce" => cross_produce(env, rt).await,
         "cross-consume" => cross_consume(env, rt).await,
+        "transaction" => crate::transactions::transaction(env, rt).await,
+        "transaction-crash.1" => crate::transactions::crash_1(env, rt).await,
+        "transaction-crash.2" => crate::transactions::crash_2(env, rt).await,
+        "timer" => crate::timers::timer(env, rt).await,
         other => fail(format!("unknown phase {other}")),
     }
 }
