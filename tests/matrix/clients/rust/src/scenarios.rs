@@ -15,7 +15,7 @@ const ORDER_KEYS: usize = 10;
 /// Messages of the cross-client set (contract).
 const CROSS_COUNT: usize = 8;
 /// The client's default compression threshold (4 KiB, as Java's compressMsgBodyOverHowmuch).
-const COMPRESS_OVER: u32 = 4 * 1024;
+pub(crate) const COMPRESS_OVER: u32 = 4 * 1024;
 /// Above every body sent, so that producer never compresses.
 const NEVER_COMPRESS: u32 = 64 * 1024 * 1024;
 /// consumeTimestamp (yyyyMMddHHmmss) of the TIMESTAMP group: far ahead, so starting there

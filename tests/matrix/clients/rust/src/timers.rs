@@ -93,7 +93,7 @@ pub async fn timer(env: &Env, rt: &Runtime) -> Res<String> {
     let mut r = rt
         .consumer(env, &env.topic, ConsumerSpec::new(&env.group))
         .await?;
-    let mut p = rt.producer(env, 0).await?;
+    let mut p = rt.producer(env, crate::scenarios::COMPRESS_OVER).await?;
     let first = crate::client::send(&p, contract(&env.topic, "timer", 0, "TagA")?).await?;
     r.inbox.until(1, "a plain message first").await?;
     let mut due = Vec::new();

@@ -259,7 +259,7 @@ async fn witness(
 /// The topic's queues hold as many messages as `committed` (a producer's max offsets), and
 /// the consumer got each once, intact, and nothing else.
 async fn only_committed(env: &Env, rt: &Runtime, inbox: &Inbox, committed: &[Want]) -> Res<()> {
-    let mut p = rt.producer(env, 0).await?;
+    let mut p = rt.producer(env, crate::scenarios::COMPRESS_OVER).await?;
     let held = held_in(&mut p, &env.topic).await;
     p.shutdown().await;
     let held = held?;
