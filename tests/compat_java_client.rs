@@ -14,12 +14,13 @@
 //!   the client's own send putting the message in the DLQ;
 //! - on a topic whose first segments retention removed, a lagging group moved to the min
 //!   (OFFSET_TOO_SMALL) and new groups with each CONSUME_FROM_* getting what Apache gives;
-//! - transactional messages delivered only when committed, the check-back committing, rolling
-//!   back and discarding undecided ones, and a broker killed between half and commit.
 //!
-//! and rocketmq-client 5.3.3 for the transaction scenarios again (`client_5_*`) and, with
-//! tests/compat/java/src-5, the API 4.9.8 lacks: 5.x timer messages at 1 s and 5 s (delivery
-//! error printed with --nocapture), an hour ahead, and pending over a SIGKILL.
+//! and rocketmq-client 5.3.3 with tests/compat/java/src-5, the API 4.9.8 lacks: 5.x timer
+//! messages at a 100 ms timerPrecisionMs (delivery error printed with --nocapture) and pending
+//! over a SIGKILL. Transactions (commit, rollback, the check-back, the check limit, a kill
+//! between half and commit) and timers at the default precision are scenarios of the
+//! compatibility matrix (tests/matrix: `transaction`, `transaction-crash`, `timer`), with both
+//! clients and the Go, C++ and Rust ones.
 //!
 //! The checks are in tests/compat/java/src, one scenario per subcommand;
 //! tests/compat/java/run-against-apache.sh runs the same scenarios against Apache RocketMQ
@@ -283,17 +284,9 @@ fn delayed_messages_pending_at_a_restart_are_delivered_after_it() {
     phases.run_around_a_restart(&[], clean_stop);
 }
 
-/// 5.x timers (rocketmq-client 5.3.3): 1 s and 5 s ones on time (the delivery error is
-/// printed), ones an hour ahead held.
-#[test]
-#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
-fn timer_messages_arrive_at_their_time_and_far_ones_wait() {
-    let java = JavaScenarios::compile(Client::V5);
-    let broker = Standalone::start(SHARDS);
-    java.run("timer", &broker, &RunNames::new("timer"), &[]);
-}
-
-/// As above with timerPrecisionMs 100: due at the end of a 100 ms slot.
+/// 5.x timers (rocketmq-client 5.3.3) with timerPrecisionMs 100: 1 s and 5 s ones due at the
+/// end of a 100 ms slot (the delivery error is printed), ones an hour ahead held. At the
+/// default precision the matrix's `timer` scenario checks them (tests/matrix).
 #[test]
 #[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
 fn timer_messages_at_100_ms_precision_arrive_within_it() {
@@ -319,132 +312,6 @@ fn timer_messages_pending_at_a_kill_are_delivered_after_the_restart() {
         client: Client::V5,
     };
     phases.run_around_a_restart(SYNC_FLUSH, Standalone::kill);
-}
-
-/// Half messages held until END_TRANSACTION: even ones commit, odd ones roll back.
-#[test]
-#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
-fn transactional_messages_reach_consumers_only_when_committed() {
-    scenario_on_a_fresh_broker("transaction", &[]);
-}
-
-#[test]
-#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
-fn committed_transactions_reach_the_consumer_once_intact() {
-    scenario_on_a_fresh_broker("transaction", &["--outcomes", "commit"]);
-}
-
-#[test]
-#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
-fn rolled_back_transactions_never_reach_the_consumer() {
-    scenario_on_a_fresh_broker("transaction", &["--outcomes", "rollback"]);
-}
-
-/// The check-back's broker.conf: first checks 1 s after birth, a round every second, at most
-/// `check_max` checks, so the scenarios see several rounds in seconds.
-struct CheckBackConf {
-    dir: TempDir,
-}
-
-impl CheckBackConf {
-    fn new(check_max: u32) -> Self {
-        let dir = TempDir::new("compat-txn-conf");
-        let conf = format!(
-            "transactionTimeOut=1000\ntransactionCheckInterval=1000\ntransactionCheckMax={check_max}\n"
-        );
-        std::fs::write(dir.path().join("broker.conf"), conf).expect("write broker.conf");
-        Self { dir }
-    }
-
-    fn path(&self) -> String {
-        self.dir.path().join("broker.conf").display().to_string()
-    }
-}
-
-/// `transaction-check --answer <answer>` on a broker with the check-back's conf.
-fn check_back_scenario(client: Client, answer: &str, check_max: u32) {
-    let conf = CheckBackConf::new(check_max);
-    let java = JavaScenarios::compile(client);
-    let broker = Standalone::start_with(SHARDS, &["-c", &conf.path()]);
-    let names = RunNames::new(&format!("check_{answer}"));
-    let max = check_max.to_string();
-    let args = ["--answer", answer, "--check-max", &max];
-    java.run("transaction-check", &broker, &names, &args);
-}
-
-/// Every local transaction UNKNOWN: the broker's CHECK_TRANSACTION_STATE brings the commit.
-#[test]
-#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
-fn unknown_transactions_committed_by_the_check_back_arrive_once() {
-    check_back_scenario(Client::V4, "commit", 5);
-}
-
-#[test]
-#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
-fn unknown_transactions_rolled_back_by_the_check_back_never_arrive() {
-    check_back_scenario(Client::V4, "rollback", 5);
-}
-
-/// transactionCheckMax 3: checked 3 times, then in TRANS_CHECK_MAX_TIME_TOPIC, never delivered.
-#[test]
-#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
-fn transactions_never_answered_are_discarded_after_the_check_limit() {
-    check_back_scenario(Client::V4, "never", 3);
-}
-
-/// SIGKILL (SYNC_FLUSH) with halves committed, rolled back and undecided: after the restart
-/// the check-back decides the undecided ones, each committed message arrives exactly once,
-/// no rolled-back one ever. Up to 60 checks, so none is discarded while the broker restarts.
-#[test]
-#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
-fn a_broker_killed_between_half_and_commit_delivers_each_committed_transaction_once() {
-    transaction_crash_scenario(Client::V4);
-}
-
-fn transaction_crash_scenario(client: Client) {
-    let conf = CheckBackConf::new(60);
-    let phases = Phases {
-        names: RunNames::new("txn_crash"),
-        first: "transaction-crash-phase1",
-        second: "transaction-crash-phase2",
-        second_extra: &[],
-        client,
-    };
-    let args = ["-c", &conf.path(), SYNC_FLUSH[0], SYNC_FLUSH[1]];
-    phases.run_around_a_restart(&args, Standalone::kill);
-}
-
-// The transaction scenarios again with rocketmq-client 5.3.3 (its TransactionMQProducer and
-// check-back listener), the same sources compiled against it.
-
-#[test]
-#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
-fn client_5_transactions_reach_consumers_only_when_committed() {
-    scenario_with(Client::V5, "transaction", &[]);
-}
-
-#[test]
-#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
-fn client_5_unknown_transactions_committed_by_the_check_back_arrive_once() {
-    check_back_scenario(Client::V5, "commit", 5);
-}
-
-#[test]
-#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
-fn client_5_unknown_transactions_rolled_back_by_the_check_back_never_arrive() {
-    check_back_scenario(Client::V5, "rollback", 5);
-}
-
-#[test]
-#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
-fn client_5_transactions_never_answered_are_discarded_after_the_check_limit() {
-    check_back_scenario(Client::V5, "never", 3);
-}
-
-#[test]
-#[ignore = "needs java and rocketmq-client 5.3.3 in ~/.m2; run with --ignored"]
-fn client_5_a_broker_killed_between_half_and_commit_delivers_each_committed_once() {
-    transaction_crash_scenario(Client::V5);
 }
 
 #[test]

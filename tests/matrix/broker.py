@@ -20,6 +20,23 @@ ADMIN_TIMEOUT_S = 30
 # Random ports tried for a broker port whose VIP port (port - 2) is free as well.
 PORT_ATTEMPTS = 100
 
+# The transaction check-back of every matrix broker (ringmq's and Apache's broker.conf keys):
+# first check 1 s after a half was stored, a round every second, so the transaction scenarios
+# see their check-backs in seconds; 15 checks (Apache's default) before a half is discarded,
+# which outlasts the broker restart of transaction-crash and its phase 2 starting (the checks
+# count on while no producer is connected).
+TRANSACTION_CHECK = {
+    "transactionTimeOut": 1000,
+    "transactionCheckInterval": 1000,
+    "transactionCheckMax": 15,
+}
+# ringmq acknowledges under ASYNC_FLUSH (the default, the matrix's) before the bytes are
+# written, and flushes within flushIntervalCommitLog (500 ms): a SIGKILL takes what is not yet
+# written, as a power loss would. transaction-crash is about the decisions made before the
+# kill, not that window, so the kill waits it out. (Acknowledged SYNC_FLUSH messages across a
+# SIGKILL: tests/compat_java_client.rs, tests/real_disk.rs.)
+FLUSH_SETTLE_S = 2
+
 BROKER_READY = "ringmq broker listening on "
 # The NameServer's log line for a registration (debug level: enabled by RUST_LOG below).
 REGISTERED = "broker registered"
@@ -34,9 +51,9 @@ class BrokerError(Exception):
     pass
 
 
-def free_ports():
-    """(P, Q) for the broker and the NameServer, P - 2 (the broker's VIP channel) free too;
-    all three held while the next is picked, so none can be another."""
+def free_ports(neighbours=(-2,)):
+    """(P, Q) for the broker and the NameServer, P + n free too for each n of `neighbours`
+    (ringmq's VIP channel is P - 2); all held while the next is picked, so none can be another."""
     for _ in range(PORT_ATTEMPTS):
         held = []
         try:
@@ -44,7 +61,7 @@ def free_ports():
             held.append(broker)
             port = broker.getsockname()[1]
             try:
-                held.append(bind(port - 2))
+                held.extend(bind(port + n) for n in neighbours)
             except OSError:
                 continue
             namesrv = bind(0)
@@ -53,7 +70,20 @@ def free_ports():
         finally:
             for sock in held:
                 sock.close()
-    raise BrokerError(f"no free port P with P - 2 free in {PORT_ATTEMPTS} attempts")
+    raise BrokerError(f"no free port P with {', '.join(f'P {n:+d}' for n in neighbours)} free in {PORT_ATTEMPTS} attempts")
+
+
+def terminate(process, what):
+    """SIGTERM and wait (bounded, then SIGKILL and BrokerError)."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise BrokerError(f"{what} did not stop within {STOP_TIMEOUT_S} s of SIGTERM (killed)")
 
 
 def bind(port):
@@ -83,7 +113,7 @@ class Broker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         conf = self.data_dir.parent / "broker.conf"
-        conf.write_text(BROKER_CONF)
+        conf.write_text(BROKER_CONF + "".join(f"{key}={value}\n" for key, value in TRANSACTION_CHECK.items()))
         with self.changed:
             self.lines = []
         self.process = subprocess.Popen(
@@ -167,19 +197,21 @@ class Broker:
         if self.process is None:
             return
         process, self.process = self.process, None
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-                raise BrokerError(f"ringmq did not stop within {STOP_TIMEOUT_S} s of SIGTERM (killed)")
+        terminate(process, "ringmq")
         if process.returncode != 0:
             raise BrokerError(f"ringmq exited {process.returncode} on SIGTERM; see {self.log_path}")
 
     def restart(self):
         self.stop()
+        self.start()
+
+    def crash_restart(self):
+        """SIGKILL (once what was acknowledged is flushed), then start again."""
+        if self.process is not None:
+            time.sleep(FLUSH_SETTLE_S)
+            process, self.process = self.process, None
+            process.kill()
+            process.wait()
         self.start()
 
     def remove_data(self):

@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixture  # noqa: E402  (the mqadmin rows' messages and live consumer)
-from broker import Broker, BrokerError  # noqa: E402
+from apache import SERVER_POMS, ApacheBroker  # noqa: E402
+from broker import TRANSACTION_CHECK, Broker, BrokerError  # noqa: E402
 from report import LABELS, Cell, write_reports  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -46,8 +47,16 @@ SCENARIOS = [
     "lite-pull",
     "query",
     "request-reply",
+    "transaction",
+    "transaction-crash",
+    "timer",
 ]
-RESTART_SCENARIO = "offsets-broker-restart"
+# Scenarios of two phases, with the broker stopped between them: SIGTERM (a clean restart) or
+# SIGKILL (a crash), then started again on the same ports and data.
+RESTART_SCENARIOS = {
+    "offsets-broker-restart": signal.SIGTERM,
+    "transaction-crash": signal.SIGKILL,
+}
 CROSS_PRODUCE = "cross-produce"
 CROSS_CONSUME = "cross-consume"
 MQADMIN_COMMANDS = [
@@ -158,7 +167,11 @@ class Matrix:
         self.rows = discover_rows(args.clients)
         self.client_scenarios = [scenario for scenario in SCENARIOS if scenario in self.scenarios]
         self.mqadmin_commands = [command for command in MQADMIN_COMMANDS if command in self.scenarios]
-        self.broker = Broker(self.ringmq, OUT / "data", OUT / "logs" / "ringmq.log")
+        if args.against:
+            self.broker = ApacheBroker(args.against, self.ringmq, OUT / "apache", OUT / "logs" / "apache.log")
+        else:
+            self.broker = Broker(self.ringmq, OUT / "data", OUT / "logs" / "ringmq.log")
+        self.against = args.against
         self.hostile = None  # (Row, Driver, state dir) while attacking
         self.cells = {}  # (row id, column) -> Cell
         self.cross = {}  # (producer, consumer) -> Cell
@@ -179,6 +192,7 @@ class Matrix:
             MATRIX_GROUP2=group + "_2",
             MATRIX_STATE=str(state),
             MATRIX_COUNT=str(DEFAULT_COUNT),
+            MATRIX_TRANSACTION_CHECK_MAX=str(TRANSACTION_CHECK["transactionCheckMax"]),
         )
         if peer is not None:
             env["MATRIX_PEER"] = peer
@@ -210,17 +224,21 @@ class Matrix:
             self.broker.create_topic(created, QUEUES)
         return topic, topic2, sanitize(f"mxg_{row.id}_{name}")
 
-    # --- the broker restart between offsets-broker-restart.1 and .2 ----------------------
+    # --- the broker restart between the phases of a RESTART_SCENARIOS one ------------------
 
-    def restart_broker(self):
-        """SIGTERM, wait, start on the same ports and data. The hostile row is paused
-        meanwhile and told (by the epoch file) to discard the round the restart cut."""
+    def restart_broker(self, signum):
+        """SIGTERM (and wait) or SIGKILL, then start on the same ports and data. The hostile
+        row is paused meanwhile and told (by the epoch file) to discard the round the restart
+        cut."""
         self.signal_hostile(signal.SIGSTOP)
         try:
             if self.hostile is not None:
                 epoch = self.hostile[2] / "broker-epoch"
                 epoch.write_text(str(int(epoch.read_text() or "0") + 1))
-            self.broker.restart()
+            if signum == signal.SIGKILL:
+                self.broker.crash_restart()
+            else:
+                self.broker.restart()
         finally:
             self.signal_hostile(signal.SIGCONT)
 
@@ -246,7 +264,7 @@ class Matrix:
                 continue
             state = self.fresh_state(row, scenario)
             env = self.env(row, scenario, topic, topic2, group, state)
-            if scenario != RESTART_SCENARIO:
+            if scenario not in RESTART_SCENARIOS:
                 self.cells[(row.id, scenario)] = self.run_phase(row, scenario, env)
                 continue
             first = self.run_phase(row, scenario + ".1", env)
@@ -254,7 +272,7 @@ class Matrix:
                 self.cells[(row.id, scenario)] = first
                 continue
             try:
-                self.restart_broker()
+                self.restart_broker(RESTART_SCENARIOS[scenario])
             except BrokerError as err:
                 self.cells[(row.id, scenario)] = Cell("FAIL", f"broker restart: {err}")
                 self.broker.start()
@@ -392,7 +410,7 @@ class Matrix:
             cells=self.cells,
             cross=self.cross,
             row_seconds=self.row_seconds,
-            ringmq=str(self.ringmq),
+            ringmq=f"Apache RocketMQ {self.against.split('-', 1)[1]}, not ringmq" if self.against else str(self.ringmq),
         )
 
 
@@ -446,6 +464,12 @@ def main():
         "--scenarios",
         help="comma-separated scenarios, mqadmin commands or `hostile` (default: all, cross-client included)",
     )
+    parser.add_argument(
+        "--against",
+        choices=sorted(SERVER_POMS),
+        help="run the rows against Apache RocketMQ's NameServer and broker of that version (from ~/.m2) instead"
+        " of ringmq; output in target/matrix-<version>/",
+    )
     args = parser.parse_args()
     args.clients = args.clients.split(",") if args.clients else None
     every = SCENARIOS + [CROSS_PRODUCE, CROSS_CONSUME] + MQADMIN_COMMANDS + [HOSTILE]
@@ -460,6 +484,9 @@ def main():
         args.scenarios = every
     if not Path(args.ringmq).is_file():
         sys.exit(f"matrix: no ringmq binary at {args.ringmq} (scripts/compat-matrix.sh builds it)")
+    if args.against:
+        global OUT
+        OUT = REPO / "target" / f"matrix-{args.against}"
     OUT.mkdir(parents=True, exist_ok=True)
     try:
         failed = Matrix(args).run()

@@ -15,6 +15,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import broker  # noqa: E402
 import matrix  # noqa: E402
 import remoting  # noqa: E402
 from report import Cell, write_reports  # noqa: E402
@@ -134,6 +135,15 @@ class Tables(unittest.TestCase):
             )
             text = (Path(tmp) / "table.md").read_text()
         self.assertIn("slow 181 s (over its budget), quick 179 s, (total) 900 s\n", text)
+
+
+class Ports(unittest.TestCase):
+    def test_the_broker_port_comes_with_its_neighbours_free(self):
+        # Apache's broker also binds P - 2 (VIP) and P + 1 (HA): all free when picked.
+        port, namesrv = broker.free_ports(neighbours=(-2, 1))
+        self.assertNotIn(namesrv, (port - 2, port, port + 1))
+        for taken in (port - 2, port, port + 1, namesrv):
+            broker.bind(taken).close()
 
 
 class Frames(unittest.TestCase):

@@ -3,7 +3,7 @@
 # official 4.9.8 client against Apache's 4.9.7 NameServer and broker (the newest 4.x server
 # release on Maven Central), both run from their Maven jars with `java -cp`; with APACHE=5.3.3
 # against Apache's 5.3.3 (tests/apache_support/pom.xml) instead, which the 5.x-only scenarios
-# (timer, timer-restart: rocketmq-client 5.3.3 running src-5/) need. CLIENT=5.3.3 runs every
+# (timer-restart: rocketmq-client 5.3.3 running src-5/) need. CLIENT=5.3.3 runs every
 # scenario with the 5.3.3 client. Every scenario
 # passing here is evidence that it checks RocketMQ behaviour, not a ringmq quirk; the Rust
 # test tests/compat_java_client.rs runs the same scenarios against `ringmq standalone`.
@@ -11,9 +11,9 @@
 # Usage: tests/compat/java/run-against-apache.sh [SCENARIO]... with SCENARIO one of
 # produce-consume, produce-consume-vip, restart, restart-crash, rebalance, retry, dlq,
 # delay-level, delay-restart, orderly, orderly-rebalance, orderly-suspend, lite-pull,
-# transaction, transaction-commit, transaction-rollback, transaction-check-commit,
-# transaction-check-rollback, transaction-check-never, transaction-crash, broadcast, retention,
-# and with APACHE=5.3.3 timer, timer-restart (default: all of them). APACHE=5.3.3 runs that
+# broadcast, retention, and with APACHE=5.3.3 timer-restart (default: all of them).
+# (Transactions and timers at the default precision are matrix scenarios, run against Apache
+# by tests/matrix/matrix.py --against.) APACHE=5.3.3 runs that
 # server release instead of 4.9.7; APACHE_SERVER_POM=PATH any other (a pom like
 # tests/apache_support/pom.xml). Needs Java 17+ and the jars in ~/.m2
 # (scripts/fetch-deps.sh fetches them); runs offline. Exits non-zero if any scenario fails.
@@ -23,10 +23,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] ||
     scenarios=(produce-consume produce-consume-vip restart restart-crash rebalance retry dlq
-        delay-level delay-restart orderly orderly-rebalance orderly-suspend lite-pull transaction
-        transaction-commit transaction-rollback transaction-check-commit
-        transaction-check-rollback transaction-check-never transaction-crash broadcast retention)
-[ ${#scenarios[@]} -gt 0 ] || [ "${APACHE:-4.9.7}" != 5.3.3 ] || scenarios+=(timer timer-restart)
+        delay-level delay-restart orderly orderly-rebalance orderly-suspend lite-pull broadcast
+        retention)
+[ "$#" -gt 0 ] || [ "${APACHE:-4.9.7}" != 5.3.3 ] || scenarios+=(timer-restart)
 
 # Bound on Apache's NameServer or broker printing "boot success".
 BOOT_WAIT_SECS=60
@@ -119,11 +118,6 @@ start_java namesrv "$work/namesrv.out" org.apache.rocketmq.namesrv.NamesrvStartu
 namesrv="127.0.0.1:$namesrv_port"
 broker_port="$(free_port)"
 
-# The check-back as tests/compat_java_client.rs sets it: first check 1 s after a half's birth,
-# a round every second, at most N checks (transactionCheckMax, appended by the caller).
-check_back_conf="transactionTimeOut=1000
-transactionCheckInterval=1000"
-
 # start_broker STORE FLUSH [LINES...]: Apache's broker on $broker_port with its store in STORE;
 # each further argument is one or more broker.conf lines that override the defaults (the last
 # of a key wins in Java's Properties).
@@ -183,39 +177,18 @@ for scenario in "${scenarios[@]}"; do
     echo "== $scenario against Apache RocketMQ =="
     case "$scenario" in
     produce-consume | rebalance | retry | dlq | delay-level | orderly | orderly-rebalance | \
-        orderly-suspend | lite-pull | transaction | broadcast)
+        orderly-suspend | lite-pull | broadcast)
         start_broker "$store" ASYNC_FLUSH
         run_java "$scenario" "$topic" "$group" || failed=1
         ;;
-    transaction-commit | transaction-rollback)
-        start_broker "$store" ASYNC_FLUSH
-        run_java transaction "$topic" "$group" --outcomes "${scenario#transaction-}" || failed=1
-        ;;
-    transaction-check-commit | transaction-check-rollback | transaction-check-never)
-        max=5
-        [ "$scenario" = transaction-check-never ] && max=3
-        start_broker "$store" ASYNC_FLUSH "$check_back_conf
-transactionCheckMax=$max"
-        run_java transaction-check "$topic" "$group" --answer "${scenario#transaction-check-}" \
-            --check-max "$max" || failed=1
-        ;;
-    transaction-crash)
-        around_a_kill transaction-crash-phase1 transaction-crash-phase2 "$check_back_conf
-transactionCheckMax=60" || failed=1
-        ;;
-    timer | timer-restart)
+    timer-restart)
         if [ "${APACHE:-4.9.7}" != 5.3.3 ]; then
             echo "$scenario needs APACHE=5.3.3 (4.x brokers have no timer messages)" >&2
             failed=1
             continue
         fi
-        if [ "$scenario" = timer ]; then
-            start_broker "$store" ASYNC_FLUSH
-            run_java timer "$topic" "$group" || failed=1
-        else
-            # Apache re-delivers timers pending at a kill -9: repeats allowed (--crash)
-            around_a_kill timer-restart-phase1 timer-restart-phase2 "" --crash || failed=1
-        fi
+        # Apache re-delivers timers pending at a kill -9: repeats allowed (--crash)
+        around_a_kill timer-restart-phase1 timer-restart-phase2 "" --crash || failed=1
         ;;
     produce-consume-vip)
         start_broker "$store" ASYNC_FLUSH

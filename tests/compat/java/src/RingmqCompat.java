@@ -10,9 +10,8 @@ import java.util.Map;
  * Usage: RingmqCompat SCENARIO --namesrv HOST:PORT --topic T --group G [--state FILE]
  * [--crash] [--vip] [--segment-bytes N]. Scenarios: produce-consume, restart-phase1,
  * restart-phase2, rebalance, retry, dlq, delay-level, delay-restart-phase1,
- * delay-restart-phase2, orderly, orderly-rebalance, orderly-suspend, lite-pull, transaction
- * [--outcomes commit|rollback], transaction-check --answer commit|rollback|never
- * [--check-max N], transaction-crash-phase1, transaction-crash-phase2, broadcast, retention
+ * delay-restart-phase2, orderly, orderly-rebalance, orderly-suspend, lite-pull, broadcast,
+ * retention
  * (needs --segment-bytes). --crash: the broker was killed between the restart phases; --vip:
  * clients use the broker's VIP channel (its port - 2) as clients with
  * vipChannelEnabled do.
@@ -44,10 +43,6 @@ public final class RingmqCompat {
                 case "orderly-rebalance" -> OrderlyRebalance.run(a);
                 case "orderly-suspend" -> OrderlySuspend.run(a);
                 case "lite-pull" -> LitePull.run(a);
-                case "transaction" -> Transaction.run(a);
-                case "transaction-check" -> TransactionCheck.run(a);
-                case "transaction-crash-phase1" -> TransactionCheck.crashPhase1(a);
-                case "transaction-crash-phase2" -> TransactionCheck.crashPhase2(a);
                 case "broadcast" -> Broadcast.run(a);
                 case "retention" -> Retention.run(a);
                 default -> usage("unknown scenario " + args[0]);
@@ -93,8 +88,7 @@ public final class RingmqCompat {
         Run.usage(why, "RingmqCompat produce-consume|restart-phase1"
                 + "|restart-phase2|rebalance|retry|dlq|delay-level|delay-restart-phase1"
                 + "|delay-restart-phase2|orderly|orderly-rebalance"
-                + "|orderly-suspend|lite-pull|transaction|transaction-check"
-                + "|transaction-crash-phase1|transaction-crash-phase2|broadcast|retention"
+                + "|orderly-suspend|lite-pull|broadcast|retention"
                 + " --namesrv HOST:PORT"
                 + " --topic T --group G"
                 + " [--state FILE] [--crash] [--vip] [--segment-bytes N]");

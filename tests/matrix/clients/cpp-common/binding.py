@@ -174,24 +174,42 @@ class Context:
     def producer(self, group, orderly=False, compress_over=None):
         # Only 2.x has an orderly producer (CreateOrderlyProducer, for send by sharding key).
         p = rc.Producer(group, orderly=True) if orderly and FLAVOR == "2.x" else rc.Producer(group)
-        self._logs("Producer", p._handle)
-        check(dll.SetProducerInstanceName(p._handle, _b(self.instance_name("p"))), "instance name")
-        check(dll.SetProducerSendMsgTimeout(p._handle, SEND_TIMEOUT_MS), "send timeout")
-        check(dll.SetProducerMaxMessageSize(p._handle, MAX_MESSAGE_BYTES), "max message size")
         if compress_over is not None:
             check(dll.SetProducerCompressMsgBodyOverHowmuch(p._handle, compress_over), "compress threshold")
+        return Producer(self._start_producer("producer", p))
+
+    def transaction_producer(self, group, on_check):
+        """A TransactionMQProducer (2.x binding only, else None); on_check(the binding's
+        ReceivedMessage) answers the broker's CHECK_TRANSACTION_STATE with a TransactionStatus.
+
+        Its client sends its first heartbeat with a broker in it only on its 30 s heartbeat timer,
+        and until a broker has a producer's heartbeat it checks back no half of its group (Apache's
+        ProducerManager as ringmq's): a push consumer started on its instance (`.instance`) sends
+        that heartbeat for both when it starts."""
+        if not hasattr(rc, "TransactionMQProducer"):
+            return None
+        instance = self.instance_name("tp")
+        p = self._start_producer("transaction producer", rc.TransactionMQProducer(group, on_check), instance)
+        return TransactionProducer(p, instance)
+
+    def _start_producer(self, what, p, instance=None):
+        self._logs("Producer", p._handle)
+        check(dll.SetProducerInstanceName(p._handle, _b(instance or self.instance_name("p"))), "instance name")
+        check(dll.SetProducerSendMsgTimeout(p._handle, SEND_TIMEOUT_MS), "send timeout")
+        check(dll.SetProducerMaxMessageSize(p._handle, MAX_MESSAGE_BYTES), "max message size")
         _namesrv(p, self.namesrv)
         p.start()
-        self.running.append(("producer", p))
-        return Producer(p)
+        self.running.append((what, p))
+        return p
 
     def push_consumer(self, group, topic, expression, on_message, prop_names=("matrix-index",), orderly=False,
-                      broadcast=False, name="c"):
-        """Starts a push consumer; on_message(Received) runs on the client's consume threads."""
+                      broadcast=False, name="c", instance=None):
+        """Starts a push consumer; on_message(Received) runs on the client's consume threads.
+        `instance`: the client instance of an earlier client of this phase, to share."""
         model = ffi.MessageModel.BROADCASTING if broadcast else ffi.MessageModel.CLUSTERING
         c = rc.PushConsumer(group, orderly=orderly, message_model=model)
         self._logs("PushConsumer", c._handle)
-        c.set_instance_name(self.instance_name(name))
+        c.set_instance_name(instance or self.instance_name(name))
         if FLAVOR == "2.x":
             # 2.x's ShutdownPushConsumer dereferences the message-trace producer, which exists only
             # with trace on (DefaultMQPushConsumerImpl::shutdownMessageTraceInnerProducer): off, it
@@ -301,6 +319,16 @@ class Producer:
         else:
             r = self.p.send_orderly_with_sharding_key(msg, "order-key-%d" % key_index)
         return _ok(r, "ordered send")
+
+
+class TransactionProducer:
+    def __init__(self, p, instance):
+        self.p, self.instance = p, instance
+
+    def send(self, spec, local_state):
+        """Sends spec as a half message; its local transaction ends in local_state (a
+        TransactionStatus). (msgId, queue offset of the half)."""
+        return _ok(self.p.send_message_in_transaction(spec.build(), lambda _msg, _arg: local_state), "half message")
 
 
 def _ok(result, what):

@@ -461,6 +461,182 @@ def cross_consume():
     return "exactly the %d messages of %s, intact" % (CROSS_COUNT, os.environ.get("MATRIX_PEER", "?"))
 
 
+# --- transactions (2.x binding only) -------------------------------------------------------
+
+# The 2.x binding's TransactionStatus (CTransactionStatus of the C API).
+TXN_COMMIT, TXN_ROLLBACK, TXN_UNKNOWN = 0, 1, 2
+# The user property naming what the producer does with a transaction: its kind, whose
+# (answer at the send, answer at a check-back) is KINDS[kind]. WITNESS is sent last and
+# committed by the check-back: once it arrived, check rounds went by since the others' answers.
+TXN_KIND = "matrix-txn"
+KINDS = {
+    "COMMIT": (TXN_COMMIT, TXN_COMMIT),
+    "ROLLBACK": (TXN_ROLLBACK, TXN_ROLLBACK),
+    "CHECK_COMMIT": (TXN_UNKNOWN, TXN_COMMIT),
+    "CHECK_ROLLBACK": (TXN_UNKNOWN, TXN_ROLLBACK),
+    "NEVER": (TXN_UNKNOWN, TXN_UNKNOWN),
+    "WITNESS": (TXN_UNKNOWN, TXN_COMMIT),
+}
+TXN_PROPS = ("matrix-index", TXN_KIND)
+TXN_PER_KIND = 4
+CRASH_HALVES = 8
+CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+CRASH_STATE = "transaction-crash.json"
+
+
+class CheckBook:
+    """The producer's check-back listener: answers by kind (once answering), notes each check's
+    TRANSACTION_CHECK_TIMES by index, and any message the consumer had before its first check."""
+
+    def __init__(self, answering, consumed=None):
+        self.answering, self.consumed = answering, consumed
+        self.cond = threading.Condition()
+        self.checks, self.early = {}, []
+
+    def __call__(self, msg):
+        # the binding's check-back message gives properties as bytes
+        index, kind, times = (
+            (msg.get_property(name) or b"").decode() for name in ("matrix-index", TXN_KIND, "TRANSACTION_CHECK_TIMES"))
+        times = int(times or 0)
+        with self.cond:
+            if index not in self.checks and self.consumed is not None and any(
+                    r.props.get("matrix-index") == index for r in self.consumed.messages()):
+                self.early.append(index)
+            self.checks.setdefault(index, []).append(times)
+            self.cond.notify_all()
+        return KINDS[kind][1] if self.answering else TXN_UNKNOWN
+
+    def of(self, spec):
+        with self.cond:
+            return list(self.checks.get(spec.props["matrix-index"], []))
+
+    def wait(self, what, sent, done):
+        """Waits (bounded) until done(its check counts) holds for each of sent ({body: Expect})."""
+        end = deadline()
+        with self.cond:
+            while not all(done(self.checks.get(e.spec.props["matrix-index"], [])) for e in sent.values()):
+                left = end - time.monotonic()
+                require(left > 0, "%s: not so within %d s (checks %r)" % (what, DEADLINE_S, self.checks))
+                self.cond.wait(left)
+
+
+def txn_producer(book):
+    p = ctx.transaction_producer("P_" + GROUP, book)
+    if p is None:
+        raise Na("the 0.4.4 binding (and its librocketmq 1.x C API) has no transaction producer: no "
+                 "TransactionMQProducer / CreateTransactionProducer")
+    return p
+
+
+def send_halves(p, scenario, kinds, n, first=0):
+    """Halves first..first+n-1 of scenario, kinds round-robin: {body: Expect} of what is sent."""
+    sent = {}
+    for i in range(first, first + n):
+        s = standard(TOPIC, scenario, i)
+        s.props[TXN_KIND] = kinds[i % len(kinds)]
+        msg_id, _ = p.send(s, KINDS[s.props[TXN_KIND]][0])
+        sent[s.body] = Expect(s, msg_id)
+    return sent
+
+
+def of_kind(sent, *kinds):
+    return {b: e for b, e in sent.items() if e.spec.props[TXN_KIND] in kinds}
+
+
+def committed_only(col, committed, what, all_pushed=True):
+    """The consumer got `committed` (or, not all_pushed, some of them) once each, intact, and
+    nothing else, and the topic's queues hold exactly them, once each."""
+    pushed = committed if all_pushed else {r.body: committed[r.body] for r in col.messages() if r.body in committed}
+    problems = compare(pushed, col.messages())
+    require(not problems, "%s: %s" % (what, summary(problems)))
+    pulled = pull_all(ctx.pull_consumer(GROUP + "-read"), lambda got: set(committed) <= {r.body for r in got})
+    extra = sorted(r.body.decode() for r in pulled if r.body not in committed)
+    require(not extra and len(pulled) == len(committed), "the topic's queues hold %d messages, not the %d "
+            "committed: %r" % (len(pulled), len(committed), extra[:4]))
+
+
+def witness(p, col, scenario, index, before):
+    w = send_halves(p, scenario, ["WITNESS"], 1, first=index)
+    want = {**before, **w}
+    require(col.wait_for(bodies_seen(want), deadline()), "the witness and the committed ones did not all arrive")
+    return want
+
+
+def transaction():
+    check_max = int(os.environ["MATRIX_TRANSACTION_CHECK_MAX"])
+    col = Collector()
+    book = CheckBook(answering=True, consumed=col)
+    p = txn_producer(book)
+    c = ctx.push_consumer(GROUP, TOPIC, "*", col, prop_names=TXN_PROPS, instance=p.instance)
+    kinds = ["COMMIT", "ROLLBACK", "CHECK_COMMIT", "CHECK_ROLLBACK", "NEVER"]
+    sent = send_halves(p, "transaction", kinds, TXN_PER_KIND * len(kinds))
+    committed = of_kind(sent, "COMMIT", "CHECK_COMMIT")
+    require(col.wait_for(bodies_seen(committed), deadline()), "committed ones missing: %r; checks so far %r" % (
+        sorted(set(committed) - {r.body for r in col.messages()}), book.checks))
+    book.wait("check-rollback ones checked", of_kind(sent, "CHECK_ROLLBACK"), bool)
+    never = of_kind(sent, "NEVER")
+    book.wait("never-answered ones checked %d times" % check_max, never, lambda t: len(t) >= check_max)
+    committed = witness(p, col, "transaction", len(sent), committed)
+    ctx.stop(c)
+    require(not book.early, "delivered before their first check: %r" % book.early)
+    firsts = [book.of(e.spec)[0] for e in of_kind(sent, "CHECK_COMMIT", "CHECK_ROLLBACK").values()]
+    require(firsts == [1] * len(firsts), "first checks counted %r, not 1" % firsts)
+    decided = [book.of(e.spec) for e in of_kind(sent, "COMMIT", "ROLLBACK").values()]
+    require(not any(decided), "halves decided at the send checked back: %r" % decided)
+    counts = [book.of(e.spec) for e in never.values()]
+    require(all(t == list(range(1, check_max + 1)) for t in counts), "never-answered checked %r" % counts)
+    committed_only(col, committed, "committed transactions")
+    ids = {e.msg_id for e in never.values()}
+    pull_all(ctx.pull_consumer(GROUP + "-discards"), lambda got: ids <= {r.id for r in got}, topic=CHECK_MAX_TIME_TOPIC)
+    return ("of %d each: commit, rollback, UNKNOWN then check-back commit and rollback, never answered (checked "
+            "1..%d, then in %s): exactly the %d committed consumed once intact, none before its check") % (
+        TXN_PER_KIND, check_max, CHECK_MAX_TIME_TOPIC, len(committed))
+
+
+def transaction_crash_1():
+    p = txn_producer(CheckBook(answering=False))
+    sent = send_halves(p, "transaction-crash", ["COMMIT", "ROLLBACK", "CHECK_COMMIT", "CHECK_ROLLBACK"], CRASH_HALVES)
+    consume(of_kind(sent, "COMMIT"), prop_names=TXN_PROPS)
+    with open(os.path.join(STATE, CRASH_STATE), "w") as f:
+        json.dump([[e.spec.props[TXN_KIND], b.decode(), e.msg_id] for b, e in sent.items()], f)
+    return "%d halves: committed, rolled back, %d left UNKNOWN for the kill" % (
+        CRASH_HALVES, len(of_kind(sent, "CHECK_COMMIT", "CHECK_ROLLBACK")))
+
+
+def transaction_crash_2():
+    with open(os.path.join(STATE, CRASH_STATE)) as f:
+        saved = json.load(f)
+    sent = {}
+    for i, (kind, body, msg_id) in enumerate(saved):
+        s = standard(TOPIC, "transaction-crash", i)
+        s.props[TXN_KIND] = kind
+        require(s.body.decode() == body, "state of phase 1: %r is not message %d" % (body, i))
+        sent[s.body] = Expect(s, msg_id)
+    col = Collector()
+    book = CheckBook(answering=True)
+    p = txn_producer(book)
+    # A group of its own: a new C++ push consumer starts at the end of each queue (CONSUME_FROM_LAST
+    # is the C API's only choice, and its client takes the broker's max offset for a new group),
+    # so it gets what is committed from now on: the witness, maybe some check-back commits. The
+    # topic's queues are read from offset 0 for the whole set.
+    c = ctx.push_consumer(GROUP2, TOPIC, "*", col, prop_names=TXN_PROPS, instance=p.instance)
+    # the producer sends first, as an application's would (a producer that never sent may get no check)
+    committed = witness(p, col, "transaction-crash", len(sent), {})
+    book.wait("halves undecided at the kill checked back", of_kind(sent, "CHECK_COMMIT", "CHECK_ROLLBACK"), bool)
+    ctx.stop(c)
+    decided = [book.of(e.spec) for e in of_kind(sent, "COMMIT", "ROLLBACK").values()]
+    require(not any(decided), "halves decided before the kill checked again: %r" % decided)
+    committed.update(of_kind(sent, "COMMIT", "CHECK_COMMIT"))
+    committed_only(col, committed, "committed before and after the kill", all_pushed=False)
+    return "after the kill the undecided halves were checked back; exactly the %d committed in the queues once " \
+           "intact, no rolled-back one" % len(committed)
+
+
+def timer():
+    raise Na("the C API has no timer API: CMessage.h has SetDelayTimeLevel only, no deliver-time or delay-seconds "
+             "setter (the 5.x TIMER_* properties)")
+
+
 PHASES = {
     "route": route,
     "send-sync": send_sync,
@@ -482,6 +658,10 @@ PHASES = {
     "request-reply": request_reply,
     "cross-produce": cross_produce,
     "cross-consume": cross_consume,
+    "transaction": transaction,
+    "transaction-crash.1": transaction_crash_1,
+    "transaction-crash.2": transaction_crash_2,
+    "timer": timer,
 }
 
 

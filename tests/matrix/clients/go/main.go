@@ -64,6 +64,10 @@ var phases = map[string]scenario{
 	"cross-produce":            runCrossProduce,
 	"cross-consume":            runCrossConsume,
 	childConsumePhase:          runChildConsume,
+	"transaction":              runTransaction,
+	"transaction-crash.1":      runTransactionCrash1,
+	"transaction-crash.2":      runTransactionCrash2,
+	"timer":                    runTimer,
 }
 
 func main() {

@@ -76,25 +76,18 @@ func pullQueue(pc rocketmq.PullConsumer, mq *primitive.MessageQueue, offset int6
 // there once, intact, with its msgId: this client's stand-in for a lookup by msgId, which
 // it has no API for (see runQuery).
 func findByPull(e *env, topic string, want messageSet) error {
-	pc, err := startPull(e, e.group+"-lookup", "lookup", topic)
+	msgs, err := pullAll(e, topic, topicQueues)
 	if err != nil {
 		return err
 	}
-	defer pc.Shutdown()
 	found := map[string]int{}
-	for q := 0; q < topicQueues; q++ {
-		msgs, err := pullQueue(pc, queueOf(e, topic, q), 0)
-		if err != nil {
-			return err
-		}
-		for _, m := range msgs {
-			id := m.GetProperty(indexProperty)
-			if x, ok := want[id]; ok {
-				if err := x.check(m); err != nil {
-					return err
-				}
-				found[id]++
+	for _, m := range msgs {
+		id := m.GetProperty(indexProperty)
+		if x, ok := want[id]; ok {
+			if err := x.check(m); err != nil {
+				return err
 			}
+			found[id]++
 		}
 	}
 	for _, id := range want.ids() {
@@ -103,6 +96,24 @@ func findByPull(e *env, topic string, want messageSet) error {
 		}
 	}
 	return nil
+}
+
+// pullAll reads queues 0..queues-1 of topic from offset 0 to their ends.
+func pullAll(e *env, topic string, queues int) ([]*primitive.MessageExt, error) {
+	pc, err := startPull(e, e.group+"-lookup", "lookup", topic)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Shutdown()
+	all := []*primitive.MessageExt{}
+	for q := 0; q < queues; q++ {
+		msgs, err := pullQueue(pc, queueOf(e, topic, q), 0)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, msgs...)
+	}
+	return all, nil
 }
 
 func runLitePull(e *env) (string, error) {

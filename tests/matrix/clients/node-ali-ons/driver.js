@@ -305,6 +305,18 @@ const scenarios = {
       + 'no handler for PUSH_REPLY_MESSAGE_TO_CLIENT, no reply-message helper)');
   },
 
+  async transaction() {
+    throw new NotApplicable(NO_TRANSACTIONS);
+  },
+
+  async 'transaction-crash.1'() {
+    throw new NotApplicable(NO_TRANSACTIONS);
+  },
+
+  async timer() {
+    throw new NotApplicable('ali-ons has no 5.x timer API: Message.setStartDeliverTime writes __STARTDELIVERTIME (Aliyun ONS\'s scheduled-message property), not TIMER_DELIVER_MS / TIMER_DELAY_SEC; its only delay is the DELAY level');
+  },
+
   async 'cross-produce'() {
     const p = await c.producer();
     for (let i = 0; i < CROSS_COUNT; i++) await c.sendChecked(p, crossMessage(i));
@@ -351,6 +363,9 @@ function orderKeys() {
   }
   return keys;
 }
+
+// The transaction scenarios' n/a reason.
+const NO_TRANSACTIONS = 'ali-ons has no transaction producer: no sendMessageInTransaction, no local-transaction listener, and it does not serve CHECK_TRANSACTION_STATE (only the request code is defined)';
 
 function crossMessage(i) {
   const m = new c.Message(env.topic, 'cross', `cross-${i}`);

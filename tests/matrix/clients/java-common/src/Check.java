@@ -13,6 +13,8 @@ final class Check {
 
     private static final List<String> FAILURES = new ArrayList<>();
     private static final long START_MS = System.currentTimeMillis();
+    /** Why the client cannot do this phase, once it said so ({@link #na}). */
+    private static String notApplicable;
 
     private Check() {
     }
@@ -70,8 +72,20 @@ final class Check {
         until(what, timeoutMs, condition, () -> "");
     }
 
-    /** The RESULT line for this phase: PASS with `held` when nothing failed, else FAIL. */
+    /** Marks the phase n/a: the client has no API for it (`why` names the API missing). */
+    static synchronized String na(String why) {
+        notApplicable = why;
+        return why;
+    }
+
+    /**
+     * The RESULT line for this phase: NA with its reason, PASS with `held` when nothing failed,
+     * else FAIL.
+     */
     static synchronized String result(String held) {
+        if (FAILURES.isEmpty() && notApplicable != null) {
+            return "RESULT NA " + notApplicable;
+        }
         if (FAILURES.isEmpty()) {
             return "RESULT PASS " + held;
         }

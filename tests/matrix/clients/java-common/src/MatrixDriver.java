@@ -66,6 +66,10 @@ public final class MatrixDriver {
             case "request-reply" -> Reply::requestReply;
             case "cross-produce" -> Sends::crossProduce;
             case "cross-consume" -> Consume::crossConsume;
+            case "transaction" -> Transactions::transaction;
+            case "transaction-crash.1" -> Transactions::crash1;
+            case "transaction-crash.2" -> Transactions::crash2;
+            case "timer" -> TimerMessages::timer;
             default -> throw new Check.Abort("unknown phase " + name);
         };
     }

@@ -1,7 +1,3 @@
-import java.io.ObjectInputStream;
-import java.io.ObjectOutputStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
@@ -43,10 +39,7 @@ final class Offsets {
         Consume.exactlyOnce(env, producer, "consumer-1", "*", sent);
         sent.addAll(sendMore(env, producer, "offsets-broker-restart"));
         producer.shutdown();
-        try (ObjectOutputStream out = new ObjectOutputStream(
-                Files.newOutputStream(env.state().resolve(STATE_FILE)))) {
-            out.writeObject(sent);
-        }
+        PhaseState.write(env, STATE_FILE, sent);
         return "sent " + sent.size() + ", consumed and committed the first " + env.count();
     }
 
@@ -54,16 +47,8 @@ final class Offsets {
      * offsets-broker-restart.2, after the broker restarted: the group gets exactly the N it
      * had not consumed, and every message of phase 1 is still found by its msgId.
      */
-    @SuppressWarnings("unchecked")
     static String brokerRestart2(Env env) throws Exception {
-        Path statePath = env.state().resolve(STATE_FILE);
-        if (!Files.exists(statePath)) {
-            throw new Check.Abort("phase 1 left no " + statePath);
-        }
-        List<Expect> sent;
-        try (ObjectInputStream in = new ObjectInputStream(Files.newInputStream(statePath))) {
-            sent = (List<Expect>) in.readObject();
-        }
+        List<Expect> sent = PhaseState.read(env, STATE_FILE);
         DefaultMQProducer producer = Clients.producer(env, "producer");
         Check.until("route of " + env.topic() + " has its " + Clients.QUEUES + " queues again",
                 Clients.WAIT_MS,

@@ -304,6 +304,16 @@ pub async fn send(p: &DefaultMQProducer, m: Message) -> Res<Want> {
     sent(want, r.as_ref())
 }
 
+/// Messages in `topic`'s queues: the sum of their max offsets, as the broker answers them.
+pub async fn held_in(p: &mut DefaultMQProducer, topic: &str) -> Res<i64> {
+    let queues = p.fetch_publish_message_queues(topic).await.ctx("route")?;
+    let mut held = 0;
+    for q in &queues {
+        held += p.max_offset(q).await.ctx("max offset")?;
+    }
+    Ok(held)
+}
+
 /// Sync-sends the contract's messages from..from+n.
 pub async fn send_n(
     p: &DefaultMQProducer,
@@ -377,6 +387,11 @@ pub fn check_exactly(wants: &[Want], got: &[Got]) -> Res<()> {
 /// Wakes every wait of this process when any consumer receives messages or queues.
 static CHANGED: Notify = Notify::const_new();
 
+/// Wakes the waits of this process: something they look at (not a consumer's) changed.
+pub fn notify_all() {
+    CHANGED.notify_waiters();
+}
+
 /// Waits until `pred` holds, at most the consume deadline; woken by every consumer event.
 pub async fn wait_until(what: &str, pred: impl Fn() -> bool) -> Res<()> {
     let wait = async {
@@ -397,16 +412,30 @@ pub async fn wait_until(what: &str, pred: impl Fn() -> bool) -> Res<()> {
 #[derive(Default)]
 pub struct Inbox {
     got: Mutex<Vec<Got>>,
+    /// Each message's body and when (ms since the epoch) the listener got it.
+    arrived: Mutex<Vec<(Vec<u8>, u64)>>,
     assigned: Mutex<BTreeSet<i32>>,
 }
 
 impl Inbox {
     fn push(&self, msgs: &[&MessageExt]) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.arrived.lock().expect("inbox lock").extend(
+            msgs.iter()
+                .map(|m| (m.body().map(|b| b.to_vec()).unwrap_or_default(), now)),
+        );
         self.got
             .lock()
             .expect("inbox lock")
             .extend(msgs.iter().map(|m| Got::of(m)));
         CHANGED.notify_waiters();
+    }
+
+    /// (body, arrival ms since the epoch) of every message received, in arrival order.
+    pub fn arrivals(&self) -> Vec<(Vec<u8>, u64)> {
+        self.arrived.lock().expect("inbox lock").clone()
     }
 
     pub fn snapshot(&self) -> Vec<Got> {

@@ -3,6 +3,8 @@
 
 mod client;
 mod scenarios;
+mod timers;
+mod transactions;
 
 use client::{Env, Outcome, Runtime};
 

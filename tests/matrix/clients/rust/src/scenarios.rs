@@ -15,7 +15,7 @@ const ORDER_KEYS: usize = 10;
 /// Messages of the cross-client set (contract).
 const CROSS_COUNT: usize = 8;
 /// The client's default compression threshold (4 KiB, as Java's compressMsgBodyOverHowmuch).
-const COMPRESS_OVER: u32 = 4 * 1024;
+pub(crate) const COMPRESS_OVER: u32 = 4 * 1024;
 /// Above every body sent, so that producer never compresses.
 const NEVER_COMPRESS: u32 = 64 * 1024 * 1024;
 /// consumeTimestamp (yyyyMMddHHmmss) of the TIMESTAMP group: far ahead, so starting there
@@ -56,6 +56,10 @@ pub async fn run(phase: &str, env: &Env, rt: &Runtime) -> Res<String> {
         "request-reply" => Err(Outcome::Na(REQUEST_REPLY_NOT_DRIVEN.into())),
         "cross-produce" => cross_produce(env, rt).await,
         "cross-consume" => cross_consume(env, rt).await,
+        "transaction" => crate::transactions::transaction(env, rt).await,
+        "transaction-crash.1" => crate::transactions::crash_1(env, rt).await,
+        "transaction-crash.2" => crate::transactions::crash_2(env, rt).await,
+        "timer" => crate::timers::timer(env, rt).await,
         other => fail(format!("unknown phase {other}")),
     }
 }
