@@ -341,6 +341,7 @@ async fn sql92(env: &Env, rt: &Runtime) -> Res<String> {
         let mut r = match consume_exactly(rt, env, &env.topic, spec, &wants).await {
             Ok(r) => r,
             Err(Outcome::Fail(why)) => return fail(format!("{name} ({expression}): {why}")),
+            Err(na) => return Err(na),
         };
         r.consumer.shutdown().await;
     }
