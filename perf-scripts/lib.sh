@@ -189,9 +189,11 @@ start_ringmq() {
     [ -x "$bin" ] || die "no ringmq binary at $bin"
     mkdir -p "$dir"
     ulimit -l unlimited 2>/dev/null || true
+    # As Apache's broker.conf here: SQL92 subscriptions accepted (off by default in both).
+    echo "enablePropertyFilter=true" >"$dir/broker.conf"
     "$bin" standalone --listen "127.0.0.1:$broker_port" --namesrv-listen "127.0.0.1:$ns_port" \
         --shards "$SHARDS" --data "$dir/data" --flush-disk-type "$flush" --broker-ip 127.0.0.1 \
-        >"$dir/ringmq.out" 2>&1 &
+        --config "$dir/broker.conf" >"$dir/ringmq.out" 2>&1 &
     BROKER_PID=$!
     STARTED_PIDS+=("$BROKER_PID")
     wait_for_line "$dir/ringmq.out" 'ringmq broker listening on' 60 "$BROKER_PID"

@@ -124,7 +124,7 @@ for kind in $APACHE_KINDS; do fetch_apache "$(apache_version "$kind")"; done
         echo "Apache NameServer JVM: $APACHE_NAMESRV_JAVA_OPTS"
         echo "Apache broker.conf: defaults + brokerIP1/bindAddress=127.0.0.1, enablePropertyFilter=true, flushDiskType per phase"
     fi
-    echo "ringmq: standalone --shards $SHARDS --flush-disk-type per phase"
+    echo "ringmq: standalone --shards $SHARDS --flush-disk-type per phase, broker.conf enablePropertyFilter=true"
     echo "brokers, in run order: $BROKER_KINDS$([ "$ALTERNATE" = 0 ] || echo ', reversed in even repetitions')"
     describe_bin() { printf '%s (sha256 %s)' "$1" "$(sha256sum "$1" | cut -c1-16)"; }
     echo "bench binary: $(describe_bin "$BENCH_BIN")"
