@@ -267,6 +267,52 @@ fn sends_to_an_unknown_topic_create_it_from_tbw102_and_register_its_route() {
     .unwrap();
 }
 
+/// As Apache's updateTopic, ringmq answers once the NameServer has been sent the new topic:
+/// a client asking for the route right after the answer finds it (the C++ client of the
+/// compatibility matrix sends at once, and failed with "No route info" while it did not).
+/// Creations from several connections at once, so that most land while a registration round
+/// (of the whole, growing topic table) is already on its way without them.
+#[test]
+fn a_created_topic_has_its_route_as_soon_as_the_creation_is_answered() {
+    const CREATORS: usize = 4;
+    const TOPICS_EACH: usize = 25;
+    let broker = Standalone::start(2);
+    let create_and_look_up = |creator: usize| {
+        let (broker_addr, namesrv_addr) = (broker.broker_addr.clone(), broker.namesrv_addr.clone());
+        async move {
+            let client = RemotingClient::connect(&broker_addr).await.unwrap();
+            let ns = RemotingClient::connect(&namesrv_addr).await.unwrap();
+            for i in 0..TOPICS_EACH {
+                let topic = format!("Created{creator}x{i}");
+                let created = call(&client, create_topic(&topic, 4)).await;
+                assert_eq!(created.code, response::SUCCESS, "{:?}", created.remark);
+                let route = RemotingCommand::request(code::GET_ROUTEINFO_BY_TOPIC).with_header(
+                    &GetRouteInfoRequestHeader {
+                        topic: topic.clone(),
+                        accept_standard_json_only: None,
+                    },
+                );
+                let answer = call(&ns, route).await;
+                assert_eq!(
+                    answer.code,
+                    response::SUCCESS,
+                    "{topic}: {:?}",
+                    answer.remark
+                );
+            }
+        }
+    };
+    block_on(async {
+        let creators: Vec<_> = (0..CREATORS)
+            .map(|c| glommio::spawn_local(create_and_look_up(c)))
+            .collect();
+        for creator in creators {
+            creator.await;
+        }
+    })
+    .unwrap();
+}
+
 #[test]
 fn consumer_offsets_are_kept_per_group_and_queue() {
     let broker = Standalone::start(2);

@@ -15,7 +15,7 @@ use crate::protocol::body::TopicConfigSerializeWrapper;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use ringmq_bus::ReplyTo;
 use ringmq_shards::event::Event;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -26,11 +26,33 @@ pub const CONTROL_OPS_QUEUED_MAX: usize = 1024;
 /// How often shard 0 looks for clients that stopped heartbeating (Java scans every 10 s and
 /// drops a client silent for 120 s).
 const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
+/// Longest an updateTopic or deleteTopic waits for its registration round before answering:
+/// one registration's own bound (a NameServer that does not answer is tried again next round).
+const REGISTER_WAIT_MAX: Duration = super::registration::REGISTER_TIMEOUT;
 
 /// The topic table to register next, and its change signal.
 struct Registration {
     topics: RefCell<TopicConfigSerializeWrapper>,
     changed: Event,
+    /// Rounds the registration loop has begun and ended: a change made while round `begun`
+    /// runs (or before the next begins) is carried by round `begun + 1`.
+    begun: Cell<u64>,
+    ended: Cell<u64>,
+    round_ended: Event,
+}
+
+impl Registration {
+    /// Resolves once the round after `begun` has ended: the NameServers have been sent what
+    /// changed before it.
+    async fn carried(&self, begun: u64) {
+        loop {
+            let seen = self.round_ended.version();
+            if self.ended.get() > begun {
+                return;
+            }
+            self.round_ended.changed(seen).await;
+        }
+    }
 }
 
 /// Starts the pump, the registration loop and the client scan on shard 0; returns the queue
@@ -42,6 +64,9 @@ pub fn start(shard: Rc<Shard>, plane: ControlPlane) -> Rc<LocalSender<ControlOp>
     let registration = Rc::new(Registration {
         topics: RefCell::new(plane.topics_wrapper()),
         changed: Event::default(),
+        begun: Cell::new(0),
+        ended: Cell::new(0),
+        round_ended: Event::default(),
     });
     glommio::spawn_local(pump(shard.clone(), plane, inbox, registration.clone())).detach();
     glommio::spawn_local(register_loop(shard, registration)).detach();
@@ -61,7 +86,7 @@ async fn pump(
 }
 
 /// Applies one operation: table change, effects, answer.
-async fn apply(shard: &Shard, plane: &mut ControlPlane, op: ControlOp, reg: &Registration) {
+async fn apply(shard: &Shard, plane: &mut ControlPlane, op: ControlOp, reg: &Rc<Registration>) {
     let now = now_ms();
     match op {
         ControlOp::CreateTopicForSend {
@@ -151,15 +176,32 @@ async fn apply(shard: &Shard, plane: &mut ControlPlane, op: ControlOp, reg: &Reg
 }
 
 /// Carries out an operation's effects, then answers it: a snapshot that could not reach
-/// every shard fails the answer (the client retries; the change itself is made).
+/// every shard fails the answer (the client retries; the change itself is made). A change of
+/// the topic table is answered once the NameServers have been sent it (at most
+/// [`REGISTER_WAIT_MAX`] later), as Apache's updateTopic and deleteTopic register before they
+/// answer: a client asking for the route right after finds it. The pump goes on meanwhile.
 async fn finish<T: Send + 'static>(
     shard: &Shard,
-    reg: &Registration,
+    reg: &Rc<Registration>,
     outcome: Outcome<BrokerResult<T>>,
     reply: ReplyTo<BrokerResult<T>>,
 ) {
+    let registers = outcome.effects.register.is_some();
+    let begun = reg.begun.get();
     let carried = carry_out(shard, reg, outcome.effects).await;
-    reply.send(carried.and(outcome.answer));
+    let answer = carried.and(outcome.answer);
+    if !registers {
+        return reply.send(answer);
+    }
+    let reg = reg.clone();
+    glommio::spawn_local(async move {
+        let timeout = async {
+            glommio::timer::Timer::new(REGISTER_WAIT_MAX).await;
+        };
+        futures_lite::future::or(reg.carried(begun), timeout).await;
+        reply.send(answer);
+    })
+    .detach();
 }
 
 async fn carry_out(shard: &Shard, reg: &Registration, effects: Effects) -> BrokerResult<()> {
@@ -217,9 +259,13 @@ async fn register_loop(shard: Rc<Shard>, registration: Rc<Registration>) {
     loop {
         let seen = registration.changed.version();
         let topics = registration.topics.borrow().clone();
+        let round = registration.begun.get() + 1;
+        registration.begun.set(round);
         if let Err(err) = links.register_all(shard.config(), &topics).await {
             tracing::warn!(%err, "registration failed");
         }
+        registration.ended.set(round);
+        registration.round_ended.notify();
         let timer = async {
             glommio::timer::Timer::new(period).await;
         };
