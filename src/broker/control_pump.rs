@@ -177,9 +177,10 @@ async fn apply(shard: &Shard, plane: &mut ControlPlane, op: ControlOp, reg: &Rc<
 
 /// Carries out an operation's effects, then answers it: a snapshot that could not reach
 /// every shard fails the answer (the client retries; the change itself is made). A change of
-/// the topic table is answered once the NameServers have been sent it (at most
-/// [`REGISTER_WAIT_MAX`] later), as Apache's updateTopic and deleteTopic register before they
-/// answer: a client asking for the route right after finds it. The pump goes on meanwhile.
+/// the topic table (updateTopic, deleteTopic, a topic a send auto-creates, retry and DLQ
+/// topics) is answered once the NameServers have been sent it (at most [`REGISTER_WAIT_MAX`]
+/// later), as Apache registers before it answers: a client asking for the route right after
+/// finds it. The pump goes on meanwhile.
 async fn finish<T: Send + 'static>(
     shard: &Shard,
     reg: &Rc<Registration>,
