@@ -269,7 +269,7 @@ async fn load_queues<D: Disk>(
 
 /// Unlinks `path`; one already gone is fine (a removal repeated after a crash or a failure,
 /// a file never written). Returns whether it was there.
-async fn remove_if_there<D: Disk>(disk: &D, path: &std::path::Path) -> Result<bool> {
+pub(crate) async fn remove_if_there<D: Disk>(disk: &D, path: &std::path::Path) -> Result<bool> {
     match disk.remove(path).await {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),

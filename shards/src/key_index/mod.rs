@@ -464,10 +464,8 @@ pub(crate) async fn seal_segments<D: Disk>(
         while !index.borrow_mut().trim_below(end, SEAL_TRIM_BATCH) {
             futures_lite::future::yield_now().await;
         }
-        match disk.remove(&index_file_path(dir, start)).await {
-            Ok(()) => disk.sync_dir(&dir.join("index")).await?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
+        if crate::shard::remove_if_there(disk, &index_file_path(dir, start)).await? {
+            disk.sync_dir(&dir.join("index")).await?;
         }
     }
 }

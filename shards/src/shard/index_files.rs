@@ -84,9 +84,7 @@ async fn load_sealed<D: Disk>(
             index.add_sealed(start, sealed);
         } else if name.ends_with(".sealed.tmp") {
             disk.remove(&path).await?;
-        } else if parse_segment_file_name(&name).is_some()
-            || index_dir.join(&name) == dir.join(LEGACY_INDEX_FILE)
-        {
+        } else if parse_segment_file_name(&name).is_some() || path == dir.join(LEGACY_INDEX_FILE) {
             keyed.push(path);
         }
     }
