@@ -17,7 +17,7 @@ const CROSS_COUNT: usize = 8;
 /// The client's default compression threshold (4 KiB, as Java's compressMsgBodyOverHowmuch).
 pub(crate) const COMPRESS_OVER: u32 = 4 * 1024;
 /// Above every body sent, so that producer never compresses.
-const NEVER_COMPRESS: u32 = 64 * 1024 * 1024;
+pub(crate) const NEVER_COMPRESS: u32 = 64 * 1024 * 1024;
 /// consumeTimestamp (yyyyMMddHHmmss) of the TIMESTAMP group: far ahead, so starting there
 /// would get nothing, and a pass shows the reported committed offset 0 was used instead.
 const FUTURE_TIMESTAMP: &str = "20991231235959";
@@ -28,11 +28,6 @@ const QUERY_MAX_NUM: i32 = 32;
 const QUERY_END_MS: u64 = u64::MAX / 2;
 /// Poll timeout of the lite pull consumer; polls repeat until the consume deadline.
 const POLL_TIMEOUT_MS: u64 = 1000;
-
-/// Why request-reply is n/a here although the client has the API.
-const REQUEST_REPLY_NOT_DRIVEN: &str = "not driven yet: rocketmq-client-rust 1.0.0 has \
-    DefaultMQProducer::request / request_with_callback and MessageUtil::create_reply_message, \
-    this driver does not exercise them yet";
 
 pub async fn run(phase: &str, env: &Env, rt: &Runtime) -> Res<String> {
     match phase {
@@ -53,7 +48,7 @@ pub async fn run(phase: &str, env: &Env, rt: &Runtime) -> Res<String> {
         "orderly" => orderly(env, rt).await,
         "lite-pull" => lite_pull(env, rt).await,
         "query" => query(env, rt).await,
-        "request-reply" => Err(Outcome::Na(REQUEST_REPLY_NOT_DRIVEN.into())),
+        "request-reply" => crate::reply::request_reply(env, rt).await,
         "cross-produce" => cross_produce(env, rt).await,
         "cross-consume" => cross_consume(env, rt).await,
         "transaction" => crate::transactions::transaction(env, rt).await,
@@ -341,7 +336,6 @@ async fn sql92(env: &Env, rt: &Runtime) -> Res<String> {
         let mut r = match consume_exactly(rt, env, &env.topic, spec, &wants).await {
             Ok(r) => r,
             Err(Outcome::Fail(why)) => return fail(format!("{name} ({expression}): {why}")),
-            Err(na) => return Err(na),
         };
         r.consumer.shutdown().await;
     }
