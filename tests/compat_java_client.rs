@@ -15,23 +15,23 @@
 //! - on a topic whose first segments retention removed, a lagging group moved to the min
 //!   (OFFSET_TOO_SMALL) and new groups with each CONSUME_FROM_* getting what Apache gives;
 //!
-//! and rocketmq-client 5.3.3 with tests/compat/java/src-5, the API 4.9.8 lacks: 5.x timer
+//! and rocketmq-client 5.3.3 with tests/java-client/src-5.x, the API 4.9.8 lacks: 5.x timer
 //! messages at a 100 ms timerPrecisionMs (delivery error printed with --nocapture) and pending
 //! over a SIGKILL. Transactions (commit, rollback, the check-back, the check limit, a kill
 //! between half and commit) and timers at the default precision are scenarios of the
 //! compatibility matrix (tests/matrix: `transaction`, `transaction-crash`, `timer`), with both
 //! clients and the Go, C++ and Rust ones.
 //!
-//! The checks are in tests/compat/java/src, one scenario per subcommand;
-//! tests/compat/java/run-against-apache.sh runs the same scenarios against Apache RocketMQ
-//! (the timer ones with APACHE=5.3.3).
-//! Needs Java 17+ and Maven with rocketmq-client 4.9.8 in the local repository (offline:
-//! scripts/fetch-deps.sh), so these are ignored by default:
+//! The checks are in tests/java-client (built by its build.sh), one scenario per subcommand of
+//! RingmqCompat; tests/java-client/compat-against-apache.sh runs the
+//! compat scenarios against Apache RocketMQ (the timer ones with APACHE=5.3.3), `matrix.py
+//! --against` the matrix's. Needs Java 17+ and Maven with rocketmq-client 4.9.8 and 5.3.3 in
+//! the local repository (offline: scripts/fetch-deps.sh), so these are ignored by default:
 //! `cargo test -p ringmq --test compat_java_client -- --ignored --test-threads=1`.
 
 mod broker_support;
 
-use broker_support::process_support::{maven_classpath, run_with_limit, TempDir};
+use broker_support::process_support::{run_with_limit, TempDir};
 use broker_support::Standalone;
 use std::path::PathBuf;
 use std::process::Command;
@@ -51,18 +51,19 @@ const SYNC_FLUSH: &[&str] = &["--flush-disk-type", "SYNC_FLUSH"];
 /// Which official client a scenario runs with.
 #[derive(Clone, Copy)]
 enum Client {
-    /// rocketmq-client 4.9.8: tests/compat/java/src, main class RingmqCompat.
+    /// rocketmq-client 4.9.8: tests/java-client/src, main class RingmqCompat.
     V4,
-    /// rocketmq-client 5.3.3: tests/compat/java/src and src-5 (the 5.x-only API), main class
+    /// rocketmq-client 5.3.3: tests/java-client/src and src-5.x (the 5.x-only API), main class
     /// RingmqCompat5 (which runs src's scenarios too).
     V5,
 }
 
 impl Client {
-    fn pom_dir(self) -> &'static str {
+    /// The client version tests/java-client/build.sh builds against.
+    fn version(self) -> &'static str {
         match self {
-            Client::V4 => "compat/java",
-            Client::V5 => "compat/java/client-5.3.3",
+            Client::V4 => "4.9.8",
+            Client::V5 => "5.3.3",
         }
     }
 
@@ -72,24 +73,10 @@ impl Client {
             Client::V5 => "RingmqCompat5",
         }
     }
-
-    fn sources(self) -> Vec<PathBuf> {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat/java");
-        let java_in = |dir: PathBuf| -> Vec<PathBuf> {
-            std::fs::read_dir(&dir)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .map(|entry| entry.expect("dir entry").path())
-                .filter(|path| path.extension().is_some_and(|ext| ext == "java"))
-                .collect()
-        };
-        match self {
-            Client::V4 => java_in(root.join("src")),
-            Client::V5 => [java_in(root.join("src")), java_in(root.join("src-5"))].concat(),
-        }
-    }
 }
 
-/// The Java scenarios compiled once per test, with the client's classpath.
+/// The Java scenarios built once per test (tests/java-client/build.sh), with the client's
+/// classpath.
 struct JavaScenarios {
     classpath: String,
     main_class: &'static str,
@@ -99,38 +86,48 @@ struct JavaScenarios {
 impl JavaScenarios {
     fn compile(client: Client) -> Self {
         let work = TempDir::new("compat-java");
-        let client_classpath = maven_classpath(client.pom_dir());
-        let java_files = client.sources();
-        let classes = work.path().join("classes");
-        let status = Command::new("javac")
-            .args(["--release", "17", "-nowarn", "-XDsuppressNotes", "-d"])
-            .arg(&classes)
-            .arg("-cp")
-            .arg(&client_classpath)
-            .args(&java_files)
+        let build = work.path().join("build");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/java-client/build.sh");
+        let status = Command::new("bash")
+            .arg(&script)
+            .args(["--offline", client.version()])
+            .arg(&build)
             .status()
-            .expect("run javac");
-        assert!(status.success(), "javac failed on {java_files:?}");
+            .expect("run tests/java-client/build.sh");
+        assert!(
+            status.success(),
+            "{} {} failed",
+            script.display(),
+            client.version()
+        );
+        let client_classpath =
+            std::fs::read_to_string(build.join("classpath")).expect("classpath built");
         JavaScenarios {
-            classpath: format!("{}:{client_classpath}", classes.display()),
+            classpath: format!("{}:{client_classpath}", build.join("classes").display()),
             main_class: client.main_class(),
             work,
         }
     }
 
-    /// Runs `scenario` against `broker`'s NameServer; fails the test unless every check held.
-    fn run(&self, scenario: &str, broker: &Standalone, names: &RunNames, extra: &[&str]) {
+    /// `java` with the client's classpath, logs in the work directory and a rebalance every
+    /// second instead of every 20 s.
+    fn java(&self) -> Command {
         let mut java = Command::new("java");
         java.arg("-Xmx256m")
-            // rebalance every second instead of every 20 s
             .arg("-Drocketmq.client.rebalance.waitInterval=1000")
             .arg(format!(
                 "-Drocketmq.client.logRoot={}",
                 self.work.path().join("client-logs").display()
             ))
             .arg("-cp")
-            .arg(&self.classpath)
-            .arg(self.main_class)
+            .arg(&self.classpath);
+        java
+    }
+
+    /// Runs `scenario` against `broker`'s NameServer; fails the test unless every check held.
+    fn run(&self, scenario: &str, broker: &Standalone, names: &RunNames, extra: &[&str]) {
+        let mut java = self.java();
+        java.arg(self.main_class)
             .arg(scenario)
             .args(["--namesrv", &broker.namesrv_addr])
             .args(["--topic", &names.topic, "--group", &names.group])
@@ -354,7 +351,7 @@ fn two_consumers_split_the_queues_and_one_takes_over_when_the_other_stops() {
 }
 
 /// Commit-log segment size of the retention scenario's broker (broker.conf and the scenario
-/// agree on it; run-against-apache.sh gives Apache the same).
+/// agree on it; compat-against-apache.sh gives Apache the same).
 const RETENTION_SEGMENT_BYTES: &str = "131072";
 
 /// A topic whose first segments were removed: new groups with CONSUME_FROM_FIRST_OFFSET,
