@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fetch --locked
-for pom in tests/*/pom.xml tests/compat/java/pom.xml tests/compat/java/apache/pom.xml \
-    tests/compat/java/client-5.3.3/pom.xml; do
+# tests/java-client/client-*: the official clients the Java scenarios are built against;
+# tests/apache-servers/server-*: Apache's servers tests/apache-servers/start.sh runs.
+for pom in tests/*/pom.xml tests/java-client/client-*/pom.xml tests/apache-servers/server-*/pom.xml; do
     echo "maven: $pom"
     # build-classpath is what the tests run offline; running it online here also fetches the plugin.
     mvn -B -q -f "$pom" dependency:build-classpath -Dmdep.outputFile=/dev/null

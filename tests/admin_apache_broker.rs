@@ -5,8 +5,9 @@
 //! (SEND_MESSAGE_V2), a consumer group is made present with a HEART_BEAT on a connection held
 //! open, and its offset committed with UPDATE_CONSUMER_OFFSET.
 //!
-//! Needs Java 17+ and the jars of tests/apache_support/pom.xml in ~/.m2, so it is ignored by
-//! default: `cargo test -p ringmq --test admin_apache_broker -- --ignored`.
+//! Needs Java 17+ and the jars of tests/apache-servers/server-5.3.3/pom.xml in
+//! ~/.m2, so it is ignored by default:
+//! `cargo test -p ringmq --test admin_apache_broker -- --ignored`.
 
 mod apache_support;
 mod namesrv_support;

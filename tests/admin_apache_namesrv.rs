@@ -4,9 +4,9 @@
 //! registrations ringmq's NameServer sends route bodies byte-identical to Apache's, for a
 //! 4.9.4+ client and for an older one.
 //!
-//! Needs Java 17+ and the jars of tests/apache_support/pom.xml in ~/.m2 (resolved offline),
-//! so it is ignored by
-//! default: `cargo test -p ringmq --test admin_apache_namesrv -- --ignored`.
+//! Needs Java 17+ and the jars of tests/apache-servers/server-5.3.3/pom.xml in
+//! ~/.m2 (resolved offline), so it is ignored by default:
+//! `cargo test -p ringmq --test admin_apache_namesrv -- --ignored`.
 
 mod apache_support;
 mod namesrv_support;

@@ -3,8 +3,9 @@
 //! against Apache's broker, so every table Apache's tool prints from ringmq's broker is the one
 //! ringmq's tool prints, and (through the Apache test) the one Apache's broker makes it print.
 //!
-//! Needs Java 17+ and the jars of tests/apache_support/pom.xml in ~/.m2, so it is ignored by
-//! default: `cargo test -p ringmq --test admin_ringmq_broker -- --ignored`.
+//! Needs Java 17+ and the jars of tests/apache-servers/server-5.3.3/pom.xml in
+//! ~/.m2, so it is ignored by default:
+//! `cargo test -p ringmq --test admin_ringmq_broker -- --ignored`.
 
 // broker_support and namesrv_support each include process_support privately; this is the one
 // test that needs both, and the two copies share nothing at run time.

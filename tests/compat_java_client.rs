@@ -14,24 +14,25 @@
 //!   the client's own send putting the message in the DLQ;
 //! - on a topic whose first segments retention removed, a lagging group moved to the min
 //!   (OFFSET_TOO_SMALL) and new groups with each CONSUME_FROM_* getting what Apache gives;
+//! - transactional messages delivered only when committed: the compatibility matrix's
+//!   `transaction` scenario (MatrixDriver), run here as the matrix runs it;
 //!
-//! and rocketmq-client 5.3.3 with tests/compat/java/src-5, the API 4.9.8 lacks: 5.x timer
+//! and rocketmq-client 5.3.3 with tests/java-client/src-5.x, the API 4.9.8 lacks: 5.x timer
 //! messages at a 100 ms timerPrecisionMs (delivery error printed with --nocapture) and pending
-//! over a SIGKILL. Transactions (commit, rollback, the check-back, the check limit, a kill
-//! between half and commit) and timers at the default precision are scenarios of the
-//! compatibility matrix (tests/matrix: `transaction`, `transaction-crash`, `timer`), with both
-//! clients and the Go, C++ and Rust ones.
+//! over a SIGKILL. The rest of the transactions (a kill between half and commit) and timers at
+//! the default precision are scenarios of the compatibility matrix only (tests/matrix:
+//! `transaction-crash`, `timer`), with both clients and the Go, C++ and Rust ones.
 //!
-//! The checks are in tests/compat/java/src, one scenario per subcommand;
-//! tests/compat/java/run-against-apache.sh runs the same scenarios against Apache RocketMQ
-//! (the timer ones with APACHE=5.3.3).
-//! Needs Java 17+ and Maven with rocketmq-client 4.9.8 in the local repository (offline:
-//! scripts/fetch-deps.sh), so these are ignored by default:
+//! The checks are in tests/java-client (built by its build.sh), one scenario per subcommand of
+//! RingmqCompat or phase of MatrixDriver; tests/java-client/compat-against-apache.sh runs the
+//! compat scenarios against Apache RocketMQ (the timer ones with APACHE=5.3.3), `matrix.py
+//! --against` the matrix's. Needs Java 17+ and Maven with rocketmq-client 4.9.8 and 5.3.3 in
+//! the local repository (offline: scripts/fetch-deps.sh), so these are ignored by default:
 //! `cargo test -p ringmq --test compat_java_client -- --ignored --test-threads=1`.
 
 mod broker_support;
 
-use broker_support::process_support::{maven_classpath, run_with_limit, TempDir};
+use broker_support::process_support::{run_with_limit, TempDir};
 use broker_support::Standalone;
 use std::path::PathBuf;
 use std::process::Command;
@@ -45,24 +46,35 @@ const JAVA_RUN_TIME_MAX: Duration = Duration::from_secs(300);
 /// offsets cross the shard router.
 const SHARDS: usize = 2;
 
+/// The broker name `ringmq standalone` registers by default (MATRIX_BROKER_NAME).
+const BROKER_NAME: &str = "broker-a";
+
+/// Queues of a matrix scenario's topic (tests/matrix/README.md: 4 read, 4 write).
+const MATRIX_QUEUES: u32 = 4;
+
+/// transactionCheckMax of the transaction test's broker, told to the scenario as
+/// MATRIX_TRANSACTION_CHECK_MAX: the matrix's (tests/matrix/broker.py TRANSACTION_CHECK).
+const TRANSACTION_CHECK_MAX: &str = "15";
+
 /// `--flush-disk-type SYNC_FLUSH`: SEND_OK only once the message is on disk.
 const SYNC_FLUSH: &[&str] = &["--flush-disk-type", "SYNC_FLUSH"];
 
 /// Which official client a scenario runs with.
 #[derive(Clone, Copy)]
 enum Client {
-    /// rocketmq-client 4.9.8: tests/compat/java/src, main class RingmqCompat.
+    /// rocketmq-client 4.9.8: tests/java-client/src, main class RingmqCompat.
     V4,
-    /// rocketmq-client 5.3.3: tests/compat/java/src and src-5 (the 5.x-only API), main class
+    /// rocketmq-client 5.3.3: tests/java-client/src and src-5.x (the 5.x-only API), main class
     /// RingmqCompat5 (which runs src's scenarios too).
     V5,
 }
 
 impl Client {
-    fn pom_dir(self) -> &'static str {
+    /// The client version tests/java-client/build.sh builds against.
+    fn version(self) -> &'static str {
         match self {
-            Client::V4 => "compat/java",
-            Client::V5 => "compat/java/client-5.3.3",
+            Client::V4 => "4.9.8",
+            Client::V5 => "5.3.3",
         }
     }
 
@@ -72,24 +84,10 @@ impl Client {
             Client::V5 => "RingmqCompat5",
         }
     }
-
-    fn sources(self) -> Vec<PathBuf> {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat/java");
-        let java_in = |dir: PathBuf| -> Vec<PathBuf> {
-            std::fs::read_dir(&dir)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .map(|entry| entry.expect("dir entry").path())
-                .filter(|path| path.extension().is_some_and(|ext| ext == "java"))
-                .collect()
-        };
-        match self {
-            Client::V4 => java_in(root.join("src")),
-            Client::V5 => [java_in(root.join("src")), java_in(root.join("src-5"))].concat(),
-        }
-    }
 }
 
-/// The Java scenarios compiled once per test, with the client's classpath.
+/// The Java scenarios built once per test (tests/java-client/build.sh), with the client's
+/// classpath.
 struct JavaScenarios {
     classpath: String,
     main_class: &'static str,
@@ -99,38 +97,48 @@ struct JavaScenarios {
 impl JavaScenarios {
     fn compile(client: Client) -> Self {
         let work = TempDir::new("compat-java");
-        let client_classpath = maven_classpath(client.pom_dir());
-        let java_files = client.sources();
-        let classes = work.path().join("classes");
-        let status = Command::new("javac")
-            .args(["--release", "17", "-nowarn", "-XDsuppressNotes", "-d"])
-            .arg(&classes)
-            .arg("-cp")
-            .arg(&client_classpath)
-            .args(&java_files)
+        let build = work.path().join("build");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/java-client/build.sh");
+        let status = Command::new("bash")
+            .arg(&script)
+            .args(["--offline", client.version()])
+            .arg(&build)
             .status()
-            .expect("run javac");
-        assert!(status.success(), "javac failed on {java_files:?}");
+            .expect("run tests/java-client/build.sh");
+        assert!(
+            status.success(),
+            "{} {} failed",
+            script.display(),
+            client.version()
+        );
+        let client_classpath =
+            std::fs::read_to_string(build.join("classpath")).expect("classpath built");
         JavaScenarios {
-            classpath: format!("{}:{client_classpath}", classes.display()),
+            classpath: format!("{}:{client_classpath}", build.join("classes").display()),
             main_class: client.main_class(),
             work,
         }
     }
 
-    /// Runs `scenario` against `broker`'s NameServer; fails the test unless every check held.
-    fn run(&self, scenario: &str, broker: &Standalone, names: &RunNames, extra: &[&str]) {
+    /// `java` with the client's classpath, logs in the work directory and a rebalance every
+    /// second instead of every 20 s.
+    fn java(&self) -> Command {
         let mut java = Command::new("java");
         java.arg("-Xmx256m")
-            // rebalance every second instead of every 20 s
             .arg("-Drocketmq.client.rebalance.waitInterval=1000")
             .arg(format!(
                 "-Drocketmq.client.logRoot={}",
                 self.work.path().join("client-logs").display()
             ))
             .arg("-cp")
-            .arg(&self.classpath)
-            .arg(self.main_class)
+            .arg(&self.classpath);
+        java
+    }
+
+    /// Runs `scenario` against `broker`'s NameServer; fails the test unless every check held.
+    fn run(&self, scenario: &str, broker: &Standalone, names: &RunNames, extra: &[&str]) {
+        let mut java = self.java();
+        java.arg(self.main_class)
             .arg(scenario)
             .args(["--namesrv", &broker.namesrv_addr])
             .args(["--topic", &names.topic, "--group", &names.group])
@@ -144,6 +152,39 @@ impl JavaScenarios {
         for line in output.lines().filter(|line| line.starts_with("info ")) {
             println!("{scenario}: {line}");
         }
+    }
+
+    /// Runs phase `phase` of the compatibility matrix's Java driver (MatrixDriver,
+    /// tests/matrix/README.md) against `broker`, with the environment the matrix gives a phase
+    /// and `env` besides; fails the test unless the phase ends with `RESULT PASS`.
+    fn run_matrix_phase(
+        &self,
+        phase: &str,
+        broker: &Standalone,
+        names: &RunNames,
+        env: &[(&str, &str)],
+    ) {
+        let state = self.work.path().join("matrix-state");
+        std::fs::create_dir_all(&state).expect("create the phase's state directory");
+        let mut java = self.java();
+        java.arg(format!(
+            "-Drocketmq.client.localOffsetStoreDir={}",
+            state.join("client-offsets").display()
+        ))
+        .args(["MatrixDriver", phase])
+        .env("MATRIX_NAMESRV", &broker.namesrv_addr)
+        .env("MATRIX_BROKER_NAME", BROKER_NAME)
+        .env("MATRIX_TOPIC", &names.topic)
+        .env("MATRIX_GROUP", &names.group)
+        .env("MATRIX_GROUP2", format!("{}_2", names.group))
+        .env("MATRIX_STATE", &state)
+        .envs(env.iter().copied());
+        let (status, output) = run_with_limit(java, JAVA_RUN_TIME_MAX);
+        let passed = output.lines().any(|line| line.starts_with("RESULT PASS"));
+        assert!(
+            status.is_some_and(|status| status.success()) && passed,
+            "matrix phase {phase} against ringmq standalone failed:\n{output}"
+        );
     }
 
     fn state_file(&self) -> String {
@@ -169,6 +210,23 @@ impl RunNames {
             group: format!("CompatGroup_{unique}"),
         }
     }
+}
+
+/// Creates `topic` with [`MATRIX_QUEUES`] queues on `broker`, as the matrix does for each of
+/// its scenarios (`ringmq admin updateTopic`, answered once the NameServer has the route).
+fn create_topic(broker: &Standalone, topic: &str) {
+    let queues = MATRIX_QUEUES.to_string();
+    let output = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args(["admin", "updateTopic", "-b", &broker.broker_addr])
+        .args(["-n", &broker.namesrv_addr, "-t", topic])
+        .args(["-r", &queues, "-w", &queues])
+        .output()
+        .expect("run ringmq admin");
+    assert!(
+        output.status.success(),
+        "updateTopic {topic} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// Runs `scenario` against a `ringmq standalone` of its own, with a topic and group of its own.
@@ -314,6 +372,33 @@ fn timer_messages_pending_at_a_kill_are_delivered_after_the_restart() {
     phases.run_around_a_restart(SYNC_FLUSH, Standalone::kill);
 }
 
+/// The matrix's `transaction` scenario with the 4.9.8 client: half messages held until
+/// END_TRANSACTION. Committed at the send or by the check-back (after UNKNOWN), each is
+/// consumed once, intact, with the producer's msgId, none before its first check; rolled back
+/// at the send or by the check-back, none ever; never answered, checked exactly 1..15 times,
+/// then in TRANS_CHECK_MAX_TIME_TOPIC once; the topic's queues hold the committed ones only.
+/// A broker delivering halves before their decision fails it: rolled-back ones delivered,
+/// committed ones twice or before their check, and (halves not held are never checked) the
+/// check-back's waits run out.
+#[test]
+#[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
+fn transactional_messages_reach_consumers_only_when_committed() {
+    let dir = TempDir::new("compat-txn-conf");
+    let conf = dir.path().join("broker.conf");
+    // the matrix's check-back: the first check 1 s after a half was stored, a round a second
+    let text = format!(
+        "transactionTimeOut=1000\ntransactionCheckInterval=1000\n\
+         transactionCheckMax={TRANSACTION_CHECK_MAX}\n"
+    );
+    std::fs::write(&conf, text).expect("write broker.conf");
+    let java = JavaScenarios::compile(Client::V4);
+    let broker = Standalone::start_with(SHARDS, &["-c", &conf.display().to_string()]);
+    let names = RunNames::new("transaction");
+    create_topic(&broker, &names.topic);
+    let env = [("MATRIX_TRANSACTION_CHECK_MAX", TRANSACTION_CHECK_MAX)];
+    java.run_matrix_phase("transaction", &broker, &names, &env);
+}
+
 #[test]
 #[ignore = "needs java and rocketmq-client 4.9.8 in ~/.m2; run with --ignored"]
 fn broadcasting_consumers_of_one_group_each_get_every_message() {
@@ -354,7 +439,7 @@ fn two_consumers_split_the_queues_and_one_takes_over_when_the_other_stops() {
 }
 
 /// Commit-log segment size of the retention scenario's broker (broker.conf and the scenario
-/// agree on it; run-against-apache.sh gives Apache the same).
+/// agree on it; compat-against-apache.sh gives Apache the same).
 const RETENTION_SEGMENT_BYTES: &str = "131072";
 
 /// A topic whose first segments were removed: new groups with CONSUME_FROM_FIRST_OFFSET,

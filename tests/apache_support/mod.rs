@@ -1,6 +1,6 @@
 //! Apache RocketMQ 5.3.3's NameServer and broker, run from the Maven jars of
-//! `tests/apache_support/pom.xml` (resolved offline; `scripts/fetch-deps.sh` fetches them),
-//! plus Apache's mqadmin against them. Each JVM is killed on drop, even when a test fails.
+//! `tests/apache-servers/server-5.3.3/pom.xml` (resolved offline; `scripts/fetch-deps.sh`
+//! fetches them), plus Apache's mqadmin against them. Each JVM is killed on drop, even when a test fails.
 //! Needs Java 17+. Tests that use it include `namesrv_support` too (for `maven_classpath`).
 #![allow(dead_code)] // each test binary uses its own subset of these helpers
 
@@ -90,7 +90,7 @@ impl JavaEnv {
         let home = TempDir::new("apache");
         std::fs::write(home.0.join("logback.xml"), LOGBACK_XML).unwrap();
         Self {
-            classpath: maven_classpath("apache_support"),
+            classpath: maven_classpath("apache-servers/server-5.3.3"),
             home,
         }
     }

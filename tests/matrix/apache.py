@@ -1,10 +1,10 @@
 """Apache RocketMQ's own NameServer and broker in place of ringmq (`matrix.py --against`), to
-show a scenario's assertions are RocketMQ's behaviour: 4.9.7 (tests/compat/java/apache/pom.xml)
-or 5.3.3 (tests/apache_support/pom.xml), run from ~/.m2 with `java -cp`, offline. Same
-interface as broker.Broker (topics are still made with `ringmq admin updateTopic`, which
-works against Apache too), same broker.conf transaction keys."""
+show a scenario's assertions are RocketMQ's behaviour: 4.9.7 or 5.3.3, started by
+tests/apache-servers/start.sh (the one Apache start-up, from ~/.m2, offline), which the compat
+scenarios' tests/java-client/compat-against-apache.sh uses too. Same interface as
+broker.Broker (topics are still made with `ringmq admin updateTopic`, which works against
+Apache too), same broker.conf transaction keys."""
 
-import os
 import shutil
 import subprocess
 import time
@@ -12,11 +12,10 @@ from pathlib import Path
 
 from broker import TRANSACTION_CHECK, Broker, BrokerError, free_ports, terminate
 
-REPO = Path(__file__).resolve().parent.parent.parent
-SERVER_POMS = {
-    "apache-4.9.7": REPO / "tests" / "compat" / "java" / "apache" / "pom.xml",
-    "apache-5.3.3": REPO / "tests" / "apache_support" / "pom.xml",
-}
+APACHE_SERVERS = Path(__file__).resolve().parent.parent / "apache-servers"
+START = APACHE_SERVERS / "start.sh"
+# --against's names of the server releases start.sh runs (its server-<version>/pom.xml).
+VERSIONS = {"apache-4.9.7": "4.9.7", "apache-5.3.3": "5.3.3"}
 # Bound on a JVM printing "boot success", and on a 5.x broker's first registration, which can
 # come 10 s after it booted with nothing announcing it.
 BOOT_TIMEOUT_S = 60
@@ -24,27 +23,12 @@ BOOT_TIMEOUT_S = 60
 OP_BATCH_INTERVAL_MS = 100
 # How often the broker's registration is looked for (clusterList) while it boots.
 REGISTER_POLL_S = 1
-JVM = [
-    "-Xmx512m", "-XX:MaxDirectMemorySize=512m",
-    "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
-    "--add-opens", "java.base/java.lang=ALL-UNNAMED", "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
-    "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED",
-]
-# 4.9's startup classes insist on these logback files; 5.x logs under user.home.
-LOGBACK = """<configuration>
-  <appender name="F" class="ch.qos.logback.core.FileAppender">
-    <file>{log}</file>
-    <encoder><pattern>%d %p %c{{1}} - %m%n</pattern></encoder>
-  </appender>
-  <root level="INFO"><appender-ref ref="F"/></root>
-</configuration>
-"""
 
 
 class ApacheBroker(Broker):
     def __init__(self, version, ringmq, work_dir, log_path):
-        if version not in SERVER_POMS:
-            raise BrokerError(f"--against takes {', '.join(SERVER_POMS)}, not {version}")
+        if version not in VERSIONS:
+            raise BrokerError(f"--against takes {', '.join(sorted(VERSIONS))}, not {version}")
         self.version = version
         self.ringmq = ringmq  # only its `admin` is used
         self.work = work_dir
@@ -56,23 +40,10 @@ class ApacheBroker(Broker):
         self.namesrv_addr = f"127.0.0.1:{namesrv_port}"
         self.process = None
         self.namesrv = None
-        self.classpath = None
 
     def _prepare(self):
         shutil.rmtree(self.work, ignore_errors=True)
-        home = self.work / "home"
-        (home / "conf").mkdir(parents=True)
-        for name in ("broker", "namesrv"):
-            (home / "conf" / f"logback_{name}.xml").write_text(LOGBACK.format(log=home / f"{name}.log"))
-        cp_file = self.work / "server-cp.txt"
-        done = subprocess.run(
-            ["mvn", "-o", "-q", "-f", str(SERVER_POMS[self.version]), "dependency:build-classpath",
-             f"-Dmdep.outputFile={cp_file}"],
-            capture_output=True, text=True,
-        )
-        if done.returncode != 0:
-            raise BrokerError(f"mvn could not resolve {self.version} offline: {done.stdout}{done.stderr}")
-        self.classpath = cp_file.read_text().strip()
+        self.work.mkdir(parents=True)
         (self.work / "namesrv.properties").write_text(f"listenPort={self.namesrv_addr.split(':')[1]}\n")
         conf = {
             "brokerClusterName": self.cluster, "brokerName": self.broker_name, "brokerId": 0,
@@ -93,12 +64,11 @@ class ApacheBroker(Broker):
         }
         (self.work / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
 
-    def _java(self, name, main, config):
+    def _java(self, name, config):
         log = self.work / f"{name}.out"
         out = open(log, "w")
         process = subprocess.Popen(
-            ["java", *JVM, f"-Duser.home={self.work / 'home'}", "-cp", self.classpath, main, "-c", str(config)],
-            env={**os.environ, "ROCKETMQ_HOME": str(self.work / "home")},
+            [str(START), VERSIONS[self.version], name, str(self.work), str(config)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
         )
         out.close()
@@ -115,9 +85,8 @@ class ApacheBroker(Broker):
     def start(self):
         if self.namesrv is None:
             self._prepare()
-            self.namesrv = self._java("namesrv", "org.apache.rocketmq.namesrv.NamesrvStartup",
-                                      self.work / "namesrv.properties")
-        self.process = self._java("broker", "org.apache.rocketmq.broker.BrokerStartup", self.work / "broker.conf")
+            self.namesrv = self._java("namesrv", self.work / "namesrv.properties")
+        self.process = self._java("broker", self.work / "broker.conf")
         deadline = time.monotonic() + BOOT_TIMEOUT_S
         while True:
             try:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixture  # noqa: E402  (the mqadmin rows' messages and live consumer)
-from apache import SERVER_POMS, ApacheBroker  # noqa: E402
+from apache import VERSIONS, ApacheBroker  # noqa: E402
 from broker import TRANSACTION_CHECK, Broker, BrokerError  # noqa: E402
 from report import LABELS, Cell, write_reports  # noqa: E402
 
@@ -466,7 +466,7 @@ def main():
     )
     parser.add_argument(
         "--against",
-        choices=sorted(SERVER_POMS),
+        choices=sorted(VERSIONS),
         help="run the rows against Apache RocketMQ's NameServer and broker of that version (from ~/.m2) instead"
         " of ringmq; output in target/matrix-<version>/",
     )

@@ -18,7 +18,8 @@ type sql92Case struct {
 	wanted           func(i int) bool
 }
 
-// The same selectors as the Java rows' sql92 scenario (java-common/src/Sql92.java).
+// The same selectors as the Java rows' sql92 scenario
+// (tests/java-client/src/matrix/Sql92.java).
 var sql92Cases = []sql92Case{
 	// an int and a double compared with literals of their type; a missing n is unknown
 	{"numbers", "n > 5 AND d <= 7.5", func(i int) bool { return i%5 != 4 && i > 5 && i <= 15 }},

@@ -1,1 +1,1 @@
-../java-common/setup.sh
+../../../java-client/matrix-row/setup.sh

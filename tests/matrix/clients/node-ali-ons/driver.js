@@ -28,8 +28,9 @@ const SQL92_COUNT = 20;
  */
 const SQL92_SETTLE_MS = 2000;
 /**
- * sql92's selectors and what each must deliver: the Java rows' (java-common/src/Sql92.java),
- * 5.x's string operators included (ringmq's grammar is 5.x's).
+ * sql92's selectors and what each must deliver: the Java rows'
+ * (tests/java-client/src/matrix/Sql92.java), 5.x's string operators included (ringmq's
+ * grammar is 5.x's).
  */
 const SQL92_CASES = [
   [ 'numbers', 'n > 5 AND d <= 7.5', i => i % 5 !== 4 && i > 5 && i <= 15 ],

@@ -264,8 +264,8 @@ const SQL92_COUNT: usize = 20;
 /// One SQL92 selector and the indexes of the messages it must deliver.
 type Sql92Case = (&'static str, &'static str, fn(usize) -> bool);
 
-/// The Java rows' selectors (java-common/src/Sql92.java), 5.x's string operators included
-/// (ringmq's grammar is 5.x's).
+/// The Java rows' selectors (tests/java-client/src/matrix/Sql92.java), 5.x's string
+/// operators included (ringmq's grammar is 5.x's).
 const SQL92_CASES: [Sql92Case; 6] = [
     ("numbers", "n > 5 AND d <= 7.5", |i| {
         i % 5 != 4 && i > 5 && i <= 15
