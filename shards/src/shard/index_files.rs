@@ -174,8 +174,7 @@ mod tests {
             let mut checkpoint = Checkpoint::decode(&payload).unwrap();
             checkpoint.index =
                 crate::checkpoint::IndexFiles::PerSegment(vec![(0, keyed.len() as u64)]);
-            let mut v2 = checkpoint.encode();
-            v2[8..12].copy_from_slice(&2u32.to_be_bytes());
+            let v2 = checkpoint.encode_as(2);
             write_meta(&disk, &dir.join("checkpoint"), seq + 1, &v2)
                 .await
                 .unwrap();
