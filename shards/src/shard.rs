@@ -933,6 +933,15 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         self.queue_files.borrow().stats()
     }
 
+    /// Consume-queue entries held in memory (the queues' tails), beside the page cache.
+    pub fn queue_entries_in_memory(&self) -> usize {
+        self.queues
+            .borrow()
+            .iter()
+            .map(|(_, _, q)| q.tail.len())
+            .sum()
+    }
+
     /// Index files of segments below the log's first one that a crash left behind (their
     /// removal follows the checkpoint that stopped naming them).
     async fn remove_orphan_index_files(&self) -> Result<()> {

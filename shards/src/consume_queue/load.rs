@@ -92,3 +92,94 @@ async fn split_single_file<D: Disk>(
     }
     Ok(first_local)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::Checkpoint;
+    use crate::meta_file::{read_meta, write_meta};
+    use crate::record::{format_properties, Message};
+    use crate::sim_io::{SimClock, SimDisk};
+    use crate::{QueueReadRequest, Shard, ShardConfig};
+    use futures_lite::future::block_on;
+
+    const DIR: &str = "/shard";
+
+    async fn open(disk: &SimDisk) -> Shard<SimDisk, SimClock> {
+        let mut config = ShardConfig::new(DIR, 1, "127.0.0.1:10911".parse().unwrap());
+        config.log.segment_bytes = 4 << 20;
+        config.log.hot_tail_bytes_max = 4 << 20;
+        Shard::open(config, disk.clone(), SimClock::new(1_000))
+            .await
+            .unwrap()
+    }
+
+    async fn body_at(shard: &Shard<SimDisk, SimClock>, offset: u64) -> bytes::Bytes {
+        let request = QueueReadRequest {
+            topic: "T",
+            queue_id: 0,
+            offset: offset as i64,
+            max_count: 1,
+            max_bytes: usize::MAX,
+            tag_filter: None,
+            record_filter: None,
+        };
+        let read = shard.read_queue(request).await.unwrap();
+        crate::record::RecordView::parse(read.records[0].clone())
+            .unwrap()
+            .body()
+    }
+
+    /// A store as ringmq wrote it before paged files (checkpoint version 3, every entry of a
+    /// queue in one file) opens with every entry readable, in the files that hold them now.
+    #[test]
+    fn a_store_of_single_queue_files_is_split_into_paged_files() {
+        block_on(async {
+            let disk = SimDisk::new(3, 256 << 20);
+            let shard = open(&disk).await;
+            let n = FILE_ENTRIES + 50;
+            let properties = format_properties([("TAGS", "t")]);
+            for chunk in (0..n).collect::<Vec<_>>().chunks(2048) {
+                let batch: Vec<Message> = (chunk.iter())
+                    .map(|i| Message::for_test("T", format!("m{i}").into(), properties.clone()))
+                    .collect();
+                shard.append_batch(&batch).await.unwrap();
+            }
+            shard.flush().await.unwrap();
+            shard.persist().await.unwrap();
+            drop(shard);
+            // Into the old shape: the second file's entries after the first's, in one file.
+            let dir = Path::new(DIR);
+            let (first, second) = (file_path(dir, "T", 0, 0), file_path(dir, "T", 0, 1));
+            let tail = disk.open(&second, false).await.unwrap();
+            let tail = crate::DiskFile::read_at(&tail, 0, 50 * CQ_ENTRY_BYTES).await;
+            let first_len = FILE_ENTRIES * CQ_ENTRY_BYTES as u64;
+            let mut single = AppendFile::open(&disk, &first, first_len).await.unwrap();
+            single.append(&tail.unwrap()).await.unwrap();
+            disk.remove(&second).await.unwrap();
+            let (seq, payload) = read_meta(&disk, &dir.join("checkpoint"))
+                .await
+                .unwrap()
+                .unwrap();
+            let v3 = Checkpoint::decode(&payload).unwrap().encode_as(3);
+            write_meta(&disk, &dir.join("checkpoint"), seq + 1, &v3)
+                .await
+                .unwrap();
+
+            let shard = open(&disk).await;
+            assert_eq!(shard.max_offset("T", 0), n as i64);
+            assert!(disk.exists(&second).await.unwrap(), "split out again");
+            assert_eq!(
+                &body_at(&shard, n - 1).await[..],
+                format!("m{}", n - 1).as_bytes()
+            );
+            assert_eq!(&body_at(&shard, 7).await[..], b"m7");
+            let (_, payload) = read_meta(&disk, &dir.join("checkpoint"))
+                .await
+                .unwrap()
+                .unwrap();
+            let checkpoint = Checkpoint::decode(&payload).unwrap();
+            assert!(!checkpoint.single_queue_files, "named by a new checkpoint");
+        });
+    }
+}
