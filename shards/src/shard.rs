@@ -6,9 +6,10 @@
 //! an await. Directory layout: `commitlog/`, `consumequeue/<topic>/<queueId>/`, `index/keys`,
 //! `checkpoint`, `consumer_offsets`.
 
-use crate::checkpoint::{Checkpoint, IndexFiles, QueueRange};
+use crate::checkpoint::{Checkpoint, IndexFiles};
 use crate::commit_log::{CommitLog, LogStats, OnDrop, TRAILER_BYTES};
 use crate::config::{FlushMode, ShardConfig};
+use crate::consume_queue::journal::{self, RangeJournal};
 use crate::consume_queue::load::load_queues;
 use crate::consume_queue::pages::{PageCacheStats, QueueFiles, QueueStore};
 use crate::consume_queue::{CqEntry, QueueMap};
@@ -193,6 +194,8 @@ pub struct Shard<D: Disk, C: Clock> {
     queues: RefCell<QueueMap>,
     /// The queues' page cache and open files.
     queue_files: RefCell<QueueFiles<D::File>>,
+    /// Where the checkpoint's queue ranges are written.
+    range_journal: RefCell<RangeJournal<D::File>>,
     index: RefCell<KeyIndex<D::File>>,
     offsets: RefCell<ConsumerOffsets>,
     /// Delivery progress of the delay levels (next offset of each schedule queue).
@@ -256,11 +259,15 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let (checkpoint_seq, checkpoint_written) = read_meta(&disk, &dir.join("checkpoint"))
             .await?
             .unwrap_or_default();
-        let checkpoint = if checkpoint_written.is_empty() {
+        let mut checkpoint = if checkpoint_written.is_empty() {
             Checkpoint::default()
         } else {
             Checkpoint::decode(&checkpoint_written)?
         };
+        if !checkpoint.single_queue_files {
+            checkpoint.queues = journal::load(&disk, dir, checkpoint.queue_journal).await?;
+        }
+        journal::remove_stale(&disk, dir, checkpoint.queue_journal.generation).await?;
         let shard_id = config.shard_id;
         let mut queues = load_queues(&disk, dir, config.shard_id, &checkpoint).await?;
         let queues_loaded = started.elapsed();
@@ -345,6 +352,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let stages = timer_stages_to_deliver(&config, &queues);
         let timer = ScheduleProgress::load(&disk, dir, &TIMER_PROGRESS, stages, &queues).await?;
         let queue_files = QueueFiles::new(config.cq_page_cache_bytes);
+        let range_journal = RangeJournal::new(checkpoint.queue_journal, checkpoint.queues.len());
         let shard = Self {
             config,
             disk,
@@ -352,6 +360,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             log,
             queues: RefCell::new(queues),
             queue_files: RefCell::new(queue_files),
+            range_journal: RefCell::new(range_journal),
             index: RefCell::new(index),
             offsets: RefCell::new(offsets),
             schedule: RefCell::new(schedule),
@@ -867,12 +876,17 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         persist_index(&self.index, &self.disk, &self.config.dir, boundary.local).await?;
         let sealable_below = boundary.local.min(self.log.active_segment());
         seal_segments(&self.index, &self.disk, &self.config.dir, sealable_below).await?;
+        let (dir, journal) = (&self.config.dir, &self.range_journal);
+        let ranges = journal::write_ranges(&self.disk, dir, journal, &self.queues).await?;
         let checkpoint = self.checkpoint_at(boundary).encode();
         if *self.checkpoint_written.borrow() != checkpoint {
             let seq = self.checkpoint_seq.get() + 1;
             write_meta(&self.disk, &self.path("checkpoint"), seq, &checkpoint).await?;
             self.checkpoint_seq.set(seq);
             *self.checkpoint_written.borrow_mut() = checkpoint;
+        }
+        if let Some(ranges) = ranges {
+            journal::confirm_ranges(&self.disk, dir, journal, &self.queues, ranges).await?;
         }
         let keyed = std::mem::take(&mut *self.keyed_index_files.borrow_mut());
         if !keyed.is_empty() {
@@ -887,22 +901,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
 
     /// What the checkpoint at `boundary` holds (see `checkpoint.rs`).
     fn checkpoint_at(&self, boundary: crate::commit_log::LogPosition) -> Checkpoint {
-        let queues = self.queues.borrow();
         let index = self.index.borrow();
         let segments = self.segment_times.borrow().of(&self.log.segments());
         Checkpoint {
             log: boundary,
-            queues: queues
-                .iter()
-                .filter(|(_, _, q)| q.persisted > 0)
-                .map(|(topic, queue_id, q)| QueueRange {
-                    topic: topic.to_owned(),
-                    queue_id,
-                    min: q.base,
-                    end: q.persisted,
-                    first_local: q.first_local.filter(|_| q.base < q.persisted),
-                })
-                .collect(),
+            queue_journal: self.range_journal.borrow().at(),
+            queues: Vec::new(),
             segments,
             index: IndexFiles::PerSegment(
                 index
@@ -931,6 +935,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     /// What the consume queues' page cache holds and has read.
     pub fn queue_page_cache(&self) -> PageCacheStats {
         self.queue_files.borrow().stats()
+    }
+
+    /// Where the checkpoint's queue ranges are: the journal's generation and valid bytes.
+    pub fn queue_ranges_journal(&self) -> (u64, u64) {
+        let at = self.range_journal.borrow().at();
+        (at.generation, at.bytes)
     }
 
     /// Consume-queue entries held in memory (the queues' tails), beside the page cache.

@@ -251,3 +251,83 @@ fn retention_removes_the_whole_files_below_a_queue_s_new_min_offset() {
         check_records(&shard, min, 1).await;
     });
 }
+
+async fn file_len(disk: &SimDisk, name: &str) -> Option<u64> {
+    let path = Path::new(DIR).join(name);
+    let file = disk.open(&path, false).await.ok()?;
+    Some(ringmq_shards::DiskFile::len(&file).await.unwrap())
+}
+
+/// Appends one message to each of queues `0..queues` of T (in batches).
+async fn touch(shard: &SimShard, queues: i32, round: u64) {
+    let all: Vec<Message> = (0..queues).map(|q| numbered(q, round)).collect();
+    for batch in all.chunks(BATCH) {
+        shard.append_batch(batch).await.unwrap();
+    }
+}
+
+#[test]
+fn a_persist_journals_only_the_queues_that_changed() {
+    block_on(async {
+        let disk = SimDisk::new(14, 1 << 30);
+        let clock = SimClock::new(1_700_000_000_000);
+        let shard = open_with(&disk, &clock, shard_config()).await;
+        let queues = 400;
+        // `T`, queue id, min, end, first local.
+        let record = 2 + 1 + 4 + 3 * 8;
+        touch(&shard, queues, 0).await;
+        shard.persist().await.unwrap();
+        assert_eq!(shard.queue_ranges_journal(), (0, queues as u64 * record));
+        let checkpoint = file_len(&disk, "checkpoint").await.unwrap();
+        assert!(
+            checkpoint < 512,
+            "the checkpoint holds no queue: {checkpoint} bytes"
+        );
+        shard.append(&numbered(5, 1)).await.unwrap();
+        shard.persist().await.unwrap();
+        assert_eq!(
+            shard.queue_ranges_journal(),
+            (0, (queues as u64 + 1) * record)
+        );
+        shard.persist().await.unwrap();
+        assert_eq!(
+            shard.queue_ranges_journal(),
+            (0, (queues as u64 + 1) * record)
+        );
+        assert_eq!(file_len(&disk, "checkpoint").await.unwrap(), checkpoint);
+        // Grown to 4 times the live ranges plus the slack, it is rewritten with the live ones.
+        let mut round = 1;
+        while shard.queue_ranges_journal().0 == 0 {
+            round += 1;
+            assert!(round < 60, "never rewritten");
+            touch(&shard, queues, round).await;
+            shard.persist().await.unwrap();
+        }
+        assert_eq!(shard.queue_ranges_journal(), (1, queues as u64 * record));
+        assert_eq!(
+            file_len(&disk, "queue_ranges.00000000000000000000").await,
+            None
+        );
+        drop(shard);
+        disk.crash();
+        let shard = open_with(&disk, &clock, shard_config()).await;
+        assert_eq!(shard.max_offset("T", 5), round as i64 + 1);
+        assert_eq!(shard.max_offset("T", 399), round as i64);
+        assert_eq!(shard.queue_page_cache().reads, 0);
+        let read = shard
+            .read_queue(QueueReadRequest {
+                queue_id: 5,
+                ..read(1, 1)
+            })
+            .await
+            .unwrap();
+        let view = RecordView::parse(read.records[0].clone()).unwrap();
+        assert_eq!(&view.body()[..], b"m1");
+        // A deleted topic's ranges go from the journal with it.
+        assert_eq!(shard.delete_topic("T").await.unwrap(), 400);
+        drop(shard);
+        disk.crash();
+        let shard = open_with(&disk, &clock, shard_config()).await;
+        assert_eq!(shard.max_offset("T", 5), 0);
+    });
+}

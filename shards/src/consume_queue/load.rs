@@ -49,6 +49,10 @@ pub(crate) async fn load_queues<D: Disk>(
             first_local,
         };
         queues.insert_recovered(key.0, key.1, recovered);
+        if !checkpoint.single_queue_files {
+            let queue = queues.get_mut(key.0, key.1).expect("inserted above");
+            queue.journaled = queue.checkpointed();
+        }
         if is_resident(key.0) {
             let entries = read_span(disk, dir, key, range.min..range.end, shard_id).await?;
             let queue = queues.get_mut(key.0, key.1).expect("inserted above");
@@ -161,7 +165,13 @@ mod tests {
                 .await
                 .unwrap()
                 .unwrap();
-            let v3 = Checkpoint::decode(&payload).unwrap().encode_as(3);
+            let mut checkpoint = Checkpoint::decode(&payload).unwrap();
+            checkpoint.queues =
+                crate::consume_queue::journal::load(&disk, dir, checkpoint.queue_journal)
+                    .await
+                    .unwrap();
+            assert_eq!(checkpoint.queues.len(), 1);
+            let v3 = checkpoint.encode_as(3);
             write_meta(&disk, &dir.join("checkpoint"), seq + 1, &v3)
                 .await
                 .unwrap();
@@ -180,6 +190,10 @@ mod tests {
                 .unwrap();
             let checkpoint = Checkpoint::decode(&payload).unwrap();
             assert!(!checkpoint.single_queue_files, "named by a new checkpoint");
+            assert!(
+                checkpoint.queue_journal.bytes > 0,
+                "its ranges in the journal"
+            );
         });
     }
 }

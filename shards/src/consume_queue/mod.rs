@@ -11,6 +11,7 @@
 //! whole, as the broker's transaction book follows them without awaiting). Retention moves a
 //! queue's min offset (`base`) and removes the files all of whose entries lie below it.
 
+pub(crate) mod journal;
 pub(crate) mod load;
 mod lru;
 pub(crate) mod pages;
@@ -117,6 +118,8 @@ pub struct ConsumeQueue {
     pub tail: VecDeque<CqEntry>,
     /// Keeps its persisted entries in `tail` too ([`is_resident`]).
     pub resident: bool,
+    /// What the queue-range journal holds of it ((0, 0, None): nothing).
+    pub journaled: journal::Journaled,
     /// Notified when a new record becomes readable.
     pub event: Rc<Event>,
 }
@@ -132,6 +135,7 @@ impl ConsumeQueue {
             tail_from: persisted.max(base),
             tail: VecDeque::new(),
             resident: is_resident(topic),
+            journaled: (0, 0, None),
             event: Rc::default(),
         }
     }
@@ -145,6 +149,14 @@ impl ConsumeQueue {
     /// One past the last entry's queue offset: the next offset to assign.
     pub fn end(&self) -> u64 {
         self.tail_from + self.tail.len() as u64
+    }
+
+    /// What the checkpoint is to know of it: min offset, persisted end, and the log offset of
+    /// the entry at min if that is persisted.
+    pub fn checkpointed(&self) -> journal::Journaled {
+        let persisted = self.persisted.max(self.base);
+        let first = self.first_local.filter(|_| self.base < persisted);
+        (self.base, persisted, first)
     }
 
     /// Adds the next entry (at append or recovery).

@@ -22,8 +22,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         // meanwhile, or of its next incarnation) while these are removed.
         let _exclusive = self.persist_lock().await;
         let removed = self.queues.borrow_mut().remove_topic(topic);
-        for (_, queue) in &removed {
+        for (queue_id, queue) in &removed {
             queue.event.notify();
+            // Whether journaled or not: a journal write whose checkpoint failed may hold it.
+            let mut journal = self.range_journal.borrow_mut();
+            journal.note_removed(topic, *queue_id);
         }
         if !removed.is_empty() {
             let end = self.log.write_pos();

@@ -172,6 +172,10 @@ mod tests {
                 .unwrap()
                 .unwrap();
             let mut checkpoint = Checkpoint::decode(&payload).unwrap();
+            checkpoint.queues =
+                crate::consume_queue::journal::load(&disk, dir, checkpoint.queue_journal)
+                    .await
+                    .unwrap();
             checkpoint.index =
                 crate::checkpoint::IndexFiles::PerSegment(vec![(0, keyed.len() as u64)]);
             let v2 = checkpoint.encode_as(2);
