@@ -868,11 +868,9 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         }
         let boundary = self.log.durable_boundary();
         let keys = self.queues.borrow().keys();
-        for (topic, queue_id) in keys {
-            (self.queue_store())
-                .persist(&topic, queue_id, boundary.local)
-                .await?;
-        }
+        (self.queue_store())
+            .persist_all(&keys, boundary.local)
+            .await?;
         persist_index(&self.index, &self.disk, &self.config.dir, boundary.local).await?;
         let sealable_below = boundary.local.min(self.log.active_segment());
         seal_segments(&self.index, &self.disk, &self.config.dir, sealable_below).await?;

@@ -194,6 +194,8 @@ impl ConsumeQueue {
         let n = ((self.persisted - self.tail_from) as usize).min(self.tail.len());
         self.tail.drain(..n);
         self.tail_from += n as u64;
+        // A burst's capacity goes with its entries: 100 000 idle queues hold no tail memory.
+        self.tail.shrink_to(self.tail.len());
     }
 
     /// Moves the min offset to `base`, whose entry's record starts at `first_local` (`None`:

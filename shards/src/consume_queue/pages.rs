@@ -26,12 +26,22 @@ use crate::error::{Result, StoreError};
 use crate::io::{Disk, DiskFile};
 use crate::offset::parse_segment_file_name;
 use std::cell::RefCell;
+use std::future::Future;
 use std::ops::Range;
 use std::path::Path;
+use std::pin::Pin;
+use std::task::Poll;
 
 /// Queue files a shard keeps open for persists: enough for the queues written every second
 /// on a busy shard; beyond it a persist reopens the file (one open and one block read).
 pub const QUEUE_FILES_OPEN_MAX: usize = 256;
+/// Queue persists in flight at once: their fdatasyncs overlap (the file system commits them
+/// together), so a persist of 100 000 queues is not 100 000 syncs one after the other.
+pub const PERSISTS_IN_FLIGHT_MAX: usize = 64;
+/// Bytes of queue-file writes in flight at once: the room a persist's write has in the
+/// shard's registered I/O arena (`APPEND_WRITE_BYTES_MAX`); past the arena the kernel would
+/// copy every byte. A larger write still goes, alone.
+pub const PERSIST_BYTES_IN_FLIGHT_MAX: usize = crate::append_file::APPEND_WRITE_BYTES_MAX;
 /// Memory of one cached page: its entries' allocation, what the cache's bound counts.
 pub const PAGE_BYTES: usize = PAGE_ENTRIES as usize * std::mem::size_of::<CqEntry>();
 
@@ -250,6 +260,64 @@ impl<D: Disk> QueueStore<'_, D> {
     ) -> Result<Option<CqEntry>> {
         let entries = self.entries(topic, queue_id, offset, offset + 1).await?;
         Ok(entries.first().copied())
+    }
+
+    /// Persists every queue of `keys` (see [`Self::persist`]), several at once within
+    /// [`PERSISTS_IN_FLIGHT_MAX`] and [`PERSIST_BYTES_IN_FLIGHT_MAX`]; on an error the others
+    /// in flight finish, no further one starts, and the first error is returned.
+    pub(crate) async fn persist_all(&self, keys: &[(String, i32)], boundary: u64) -> Result<()> {
+        type Persist<'a> = Pin<Box<dyn Future<Output = Result<()>> + 'a>>;
+        let mut next = keys.iter();
+        let mut in_flight: Vec<(usize, Persist<'_>)> = Vec::new();
+        let (mut bytes, mut failed) = (0, None);
+        std::future::poll_fn(|cx| loop {
+            while failed.is_none() && in_flight.len() < PERSISTS_IN_FLIGHT_MAX {
+                let Some((topic, queue_id)) = next.as_slice().first() else {
+                    break;
+                };
+                let cost = self.unpersisted_bytes(topic, *queue_id, boundary);
+                if cost > 0 && !in_flight.is_empty() && bytes + cost > PERSIST_BYTES_IN_FLIGHT_MAX {
+                    break;
+                }
+                next.next();
+                if cost > 0 {
+                    bytes += cost;
+                    in_flight.push((cost, Box::pin(self.persist(topic, *queue_id, boundary))));
+                }
+            }
+            let before = in_flight.len();
+            in_flight.retain_mut(|(cost, persist)| match persist.as_mut().poll(cx) {
+                Poll::Pending => true,
+                Poll::Ready(result) => {
+                    bytes -= *cost;
+                    if let Err(e) = result {
+                        failed.get_or_insert(e);
+                    }
+                    false
+                }
+            });
+            let done = failed.is_some() || next.as_slice().is_empty();
+            if in_flight.is_empty() && done {
+                return Poll::Ready(failed.take().map_or(Ok(()), Err));
+            }
+            if in_flight.len() == before {
+                return Poll::Pending;
+            }
+        })
+        .await
+    }
+
+    /// What a persist of the queue would write: its entries below `boundary` not yet in its
+    /// files, and the partial block it rewrites.
+    fn unpersisted_bytes(&self, topic: &str, queue_id: i32, boundary: u64) -> usize {
+        let queues = self.queues.borrow();
+        let Some(queue) = queues.get(topic, queue_id) else {
+            return 0;
+        };
+        match queue.visible_end(boundary).saturating_sub(queue.persisted) as usize {
+            0 => 0,
+            n => n * CQ_ENTRY_BYTES + crate::io::BLOCK_BYTES,
+        }
     }
 
     /// Writes a queue's entries below the log's durable `boundary` into its files (one append
