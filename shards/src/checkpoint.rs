@@ -3,10 +3,12 @@
 //! (`meta_file`) by every persist; recovery loads the state it names and scans the log from
 //! `log` on.
 //!
-//! Payload, version 3: `u64::MAX | u32 3 | log local u64 | chain u32 |` then four lists, each
-//! `u32 count` and its items:
-//! - queues `(topic, queue id u32, min offset u64, end offset u64)`: entries `[min, end)` of
-//!   the queue's file are valid (entries below `min` went with their segment);
+//! Payload, version 4: `u64::MAX | u32 4 | log local u64 | chain u32 | queue ranges
+//! generation u64 | valid bytes u64 |` then three lists, each `u32 count` and its items. The
+//! queues' ranges are in the journal `queue_ranges.<generation>` (`consume_queue::journal`),
+//! so the checkpoint's size does not grow with the queues: for each queue, entries `[min,
+//! end)` of its files are valid (entries below `min` went with their segment), and the one at
+//! `min` starts at `first local` in the log.
 //! - segments `(start u64, newest store ms u64)`: the newest record of each segment, which
 //!   says when it expires;
 //! - index files `(segment start u64, valid bytes u64)`: the append-only key-index file of
@@ -14,19 +16,24 @@
 //! - deleted topics `(topic, log end u64)`: records of the topic below that log position
 //!   belong to its deleted incarnation and are neither served nor recovered.
 //!
-//! Version 2 is the same, its index files being `index/<start>` of keys (before hashed
-//! entries). Version 1 (before retention; no marker): `log local u64 | chain u32 | index bytes u64 |
+//! Version 3 has, instead of the journal reference, a fourth list first: queues `(topic,
+//! queue id u32, min offset u64, end offset u64)`, each queue's entries all in one file
+//! `00000000000000000000` (before paged consume queues). Version 2 is version 3 with index
+//! files `index/<start>` of keys (before hashed entries). Version 1 (before retention; no marker): `log local u64 | chain u32 | index bytes u64 |
 //! u32 count, (topic, queue id u32, end u64)*`, with one index file `index/keys`. It is read
 //! as min offsets 0, no segment times (segments count from the open), the single index file.
 
 use crate::commit_log::LogPosition;
+use crate::consume_queue::journal::JournalRef;
 use crate::error::Result;
 use crate::meta_file::{MetaReader, MetaWriter};
 
 /// First 8 bytes of a versioned payload: a log position no shard reaches.
 const VERSIONED: u64 = u64::MAX;
-const VERSION: u32 = 3;
-/// Index files of keys, not hashes.
+const VERSION: u32 = 4;
+/// Queues in one file each, without their first entry's log offset.
+const VERSION_SINGLE_QUEUE_FILES: u32 = 3;
+/// Index files of keys, not hashes (and single queue files).
 const VERSION_KEYED_INDEX: u32 = 2;
 
 /// One queue's persisted range.
@@ -36,6 +43,9 @@ pub struct QueueRange {
     pub queue_id: i32,
     pub min: u64,
     pub end: u64,
+    /// Log offset of the entry at `min`; unknown (`None`) in a version before 4, and for an
+    /// empty queue (`min == end`).
+    pub first_local: Option<u64>,
 }
 
 /// Where the key index lives on disk.
@@ -58,22 +68,38 @@ impl Default for IndexFiles {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Checkpoint {
     pub log: LogPosition,
+    /// Version 4: where the queues' ranges are.
+    pub queue_journal: JournalRef,
+    /// Versions 1 to 3: the queues' ranges (read from the journal, for version 4).
     pub queues: Vec<QueueRange>,
     /// (segment start, newest store time in ms); segments missing here are timed at open.
     pub segments: Vec<(u64, i64)>,
     pub index: IndexFiles,
     /// (topic, log end at its deletion).
     pub deleted_topics: Vec<(String, u64)>,
+    /// Written before paged consume queues: each queue's entries are all in its first file.
+    pub single_queue_files: bool,
 }
 
 impl Checkpoint {
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_as(VERSION)
+    }
+
+    /// The payload in `version` (only tests write an older one, to make an older store);
+    /// the index files are written as hashed ones either way.
+    pub(crate) fn encode_as(&self, version: u32) -> Vec<u8> {
         let mut w = MetaWriter::default();
-        w.u64(VERSIONED).u32(VERSION);
+        w.u64(VERSIONED).u32(version);
         w.u64(self.log.local).u32(self.log.chain);
-        w.u32(self.queues.len() as u32);
-        for q in &self.queues {
-            w.str(&q.topic).u32(q.queue_id as u32).u64(q.min).u64(q.end);
+        if version == VERSION {
+            let journal = self.queue_journal;
+            w.u64(journal.generation).u64(journal.bytes);
+        } else {
+            w.u32(self.queues.len() as u32);
+            for q in &self.queues {
+                w.str(&q.topic).u32(q.queue_id as u32).u64(q.min).u64(q.end);
+            }
         }
         w.u32(self.segments.len() as u32);
         for (start, newest_ms) in &self.segments {
@@ -103,7 +129,7 @@ impl Checkpoint {
             return Self::decode_v1(first, r);
         }
         let version = r.u32()?;
-        if version != VERSION && version != VERSION_KEYED_INDEX {
+        if !(VERSION_KEYED_INDEX..=VERSION).contains(&version) {
             return Err(crate::error::StoreError::Corrupt {
                 file: "checkpoint".into(),
                 reason: format!("version {version} unknown"),
@@ -113,16 +139,26 @@ impl Checkpoint {
             local: r.u64()?,
             chain: r.u32()?,
         };
-        let queues = (0..r.u32()?)
-            .map(|_| {
-                Ok(QueueRange {
-                    topic: r.str()?,
-                    queue_id: r.u32()? as i32,
-                    min: r.u64()?,
-                    end: r.u64()?,
+        let (queue_journal, queues) = if version == VERSION {
+            let journal = JournalRef {
+                generation: r.u64()?,
+                bytes: r.u64()?,
+            };
+            (journal, Vec::new())
+        } else {
+            let queues = (0..r.u32()?)
+                .map(|_| {
+                    Ok(QueueRange {
+                        topic: r.str()?,
+                        queue_id: r.u32()? as i32,
+                        min: r.u64()?,
+                        end: r.u64()?,
+                        first_local: None,
+                    })
                 })
-            })
-            .collect::<Result<_>>()?;
+                .collect::<Result<_>>()?;
+            (JournalRef::default(), queues)
+        };
         let segments = (0..r.u32()?)
             .map(|_| Ok((r.u64()?, r.u64()? as i64)))
             .collect::<Result<_>>()?;
@@ -135,6 +171,7 @@ impl Checkpoint {
         r.finish()?;
         Ok(Self {
             log,
+            queue_journal,
             queues,
             segments,
             index: if version == VERSION_KEYED_INDEX {
@@ -143,6 +180,7 @@ impl Checkpoint {
                 IndexFiles::PerSegment(files)
             },
             deleted_topics,
+            single_queue_files: version <= VERSION_SINGLE_QUEUE_FILES,
         })
     }
 
@@ -159,16 +197,19 @@ impl Checkpoint {
                     queue_id: r.u32()? as i32,
                     min: 0,
                     end: r.u64()?,
+                    first_local: None,
                 })
             })
             .collect::<Result<_>>()?;
         r.finish()?;
         Ok(Self {
             log,
+            queue_journal: JournalRef::default(),
             queues,
             segments: Vec::new(),
             index: IndexFiles::Legacy(index_bytes),
             deleted_topics: Vec::new(),
+            single_queue_files: true,
         })
     }
 }
@@ -178,21 +219,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn version_3_round_trips_and_version_2_names_keyed_index_files() {
+    fn version_4_round_trips_and_older_ones_name_their_files() {
         let checkpoint = Checkpoint {
             log: LogPosition {
                 local: 8192,
                 chain: 7,
             },
-            queues: vec![QueueRange {
-                topic: "T".into(),
-                queue_id: 3,
-                min: 5,
-                end: 9,
-            }],
+            queue_journal: JournalRef {
+                generation: 2,
+                bytes: 777,
+            },
+            queues: Vec::new(),
             segments: vec![(0, 1_700_000_000_000), (4096, -1)],
             index: IndexFiles::PerSegment(vec![(0, 100), (4096, 20)]),
             deleted_topics: vec![("Gone".into(), 4000)],
+            single_queue_files: false,
         };
         assert_eq!(
             Checkpoint::decode(&checkpoint.encode()).unwrap(),
@@ -201,10 +242,26 @@ mod tests {
         let mut truncated = checkpoint.encode();
         truncated.pop();
         assert!(Checkpoint::decode(&truncated).is_err());
-        let mut v2 = checkpoint.encode();
-        v2[8..12].copy_from_slice(&VERSION_KEYED_INDEX.to_be_bytes());
+        // Version 3 lists the queues instead of naming the journal.
+        let listed = Checkpoint {
+            queues: vec![QueueRange {
+                topic: "T".into(),
+                queue_id: 3,
+                min: 5,
+                end: 9,
+                first_local: None,
+            }],
+            ..checkpoint.clone()
+        };
+        let v3 = Checkpoint::decode(&listed.encode_as(VERSION_SINGLE_QUEUE_FILES)).unwrap();
+        assert!(v3.single_queue_files);
         assert_eq!(
-            Checkpoint::decode(&v2).unwrap().index,
+            (v3.queue_journal, &v3.queues),
+            (JournalRef::default(), &listed.queues)
+        );
+        let v2 = Checkpoint::decode(&checkpoint.encode_as(VERSION_KEYED_INDEX)).unwrap();
+        assert_eq!(
+            v2.index,
             IndexFiles::KeyedPerSegment(vec![(0, 100), (4096, 20)])
         );
     }
@@ -229,9 +286,11 @@ mod tests {
                 topic: "T".into(),
                 queue_id: 2,
                 min: 0,
-                end: 17
+                end: 17,
+                first_local: None,
             }]
         );
         assert!(checkpoint.segments.is_empty() && checkpoint.deleted_topics.is_empty());
+        assert!(checkpoint.single_queue_files);
     }
 }

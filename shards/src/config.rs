@@ -28,6 +28,10 @@ pub const FLUSH_WAITERS_MAX_DEFAULT: usize = 16 * 1024;
 pub const QUEUE_WAITERS_MAX_DEFAULT: usize = 4 * 1024;
 /// Default cap on index entries held per shard (RocketMQ's IndexFile holds 20 M).
 pub const INDEX_ENTRIES_MAX_DEFAULT: usize = 20_000_000;
+/// Default bound on the consume queues' page cache per shard: 16 MiB holds ~680 pages of
+/// 1024 entries, the pages of hundreds of consumers catching up at once, while memory stays
+/// flat however many messages and queues are stored (a memory budget will set it).
+pub const CQ_PAGE_CACHE_BYTES_DEFAULT: usize = 16 << 20;
 /// RocketMQ's default flush interval for ASYNC_FLUSH (`flushIntervalCommitLog`, 500 ms).
 pub const FLUSH_INTERVAL_DEFAULT: Duration = Duration::from_millis(500);
 /// Apache's `fileReservedTime` default (72 h): a sealed segment whose newest record is older
@@ -131,6 +135,8 @@ pub struct ShardConfig {
     pub log: LogConfig,
     pub queue_waiters_max: usize,
     pub index_entries_max: usize,
+    /// Bytes of consume-queue pages cached (see `consume_queue::pages`).
+    pub cq_page_cache_bytes: usize,
     /// `messageDelayLevel`: what the schedule topic's tagsCodes and delivery are computed
     /// from.
     pub delay_levels: DelayLevels,
@@ -150,6 +156,7 @@ impl ShardConfig {
             log: LogConfig::default(),
             queue_waiters_max: QUEUE_WAITERS_MAX_DEFAULT,
             index_entries_max: INDEX_ENTRIES_MAX_DEFAULT,
+            cq_page_cache_bytes: CQ_PAGE_CACHE_BYTES_DEFAULT,
             delay_levels: DelayLevels::default(),
             retention: RetentionConfig::default(),
             timers: TimerConfig::default(),

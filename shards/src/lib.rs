@@ -30,6 +30,8 @@ pub mod timer;
 pub mod transaction;
 
 pub use config::{FlushMode, LogConfig, RetentionConfig, ShardConfig};
+pub use consume_queue::pages::{PageCacheStats, PAGE_BYTES};
+pub use consume_queue::{FILE_ENTRIES, PAGE_ENTRIES};
 
 /// The maps every append and pull goes through (queues by topic, the key index, consumer
 /// offsets). std's SipHash of every UNIQ_KEY and topic name was 7 % of the broker's CPU on

@@ -127,6 +127,11 @@ impl<'a> MetaReader<'a> {
         })
     }
 
+    /// Whether the whole payload was read.
+    pub fn is_done(&self) -> bool {
+        self.buf.is_empty()
+    }
+
     /// Checks that the whole payload was read: trailing bytes mean a format mismatch.
     pub fn finish(&self) -> Result<()> {
         if self.buf.is_empty() {

@@ -6,13 +6,13 @@
 //! an await. Directory layout: `commitlog/`, `consumequeue/<topic>/<queueId>/`, `index/keys`,
 //! `checkpoint`, `consumer_offsets`.
 
-use crate::append_file::AppendFile;
-use crate::checkpoint::{Checkpoint, IndexFiles, QueueRange};
+use crate::checkpoint::{Checkpoint, IndexFiles};
 use crate::commit_log::{CommitLog, LogStats, OnDrop, TRAILER_BYTES};
 use crate::config::{FlushMode, ShardConfig};
-use crate::consume_queue::{
-    decode_entries, topic_dir_name, ConsumeQueue, CqEntry, QueueMap, CQ_ENTRY_BYTES,
-};
+use crate::consume_queue::journal::{self, RangeJournal};
+use crate::consume_queue::load::load_queues;
+use crate::consume_queue::pages::{PageCacheStats, QueueFiles, QueueStore};
+use crate::consume_queue::{CqEntry, QueueMap};
 use crate::consumer_offsets::ConsumerOffsets;
 use crate::error::{DiskFull, Result, StoreError};
 use crate::event::Event;
@@ -21,7 +21,7 @@ use crate::key_index::{
     parse_index_file_name, persist_index, seal_segments, KeyHit, KeyIndex, KeyQuery,
 };
 use crate::meta_file::{read_meta, write_meta, MetaReader, MetaWriter};
-use crate::offset::{segment_file_name, PhysicalOffset};
+use crate::offset::PhysicalOffset;
 use crate::record::{
     encode_into, encoded_len, find_property, peek_header, property, tag_hash_code, Message,
     RecordError, RecordView, StoreFields, RECORD_BYTES_MAX, RECORD_BYTES_MIN,
@@ -34,7 +34,6 @@ use retention::{SegmentTimes, TopicTombstones};
 use schedule_delivery::{ScheduleProgress, LEVELS_PROGRESS, TIMER_PROGRESS};
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::time::Duration;
 
 mod delete_topic;
@@ -172,7 +171,7 @@ async fn check_identity<D: Disk>(disk: &D, config: &ShardConfig) -> Result<()> {
 
 /// The timer stages a shard delivers: those its configuration places records in, and any
 /// further one holding records from a run with a longer `timerMaxDelaySec` or finer precision.
-fn timer_stages_to_deliver<F>(config: &ShardConfig, queues: &QueueMap<F>) -> usize {
+fn timer_stages_to_deliver(config: &ShardConfig, queues: &QueueMap) -> usize {
     let stored = queues
         .iter()
         .filter(|(topic, _, _)| *topic == TIMER_TOPIC)
@@ -192,7 +191,11 @@ pub struct Shard<D: Disk, C: Clock> {
     disk: D,
     clock: C,
     log: CommitLog<D>,
-    queues: RefCell<QueueMap<D::File>>,
+    queues: RefCell<QueueMap>,
+    /// The queues' page cache and open files.
+    queue_files: RefCell<QueueFiles<D::File>>,
+    /// Where the checkpoint's queue ranges are written.
+    range_journal: RefCell<RangeJournal<D::File>>,
     index: RefCell<KeyIndex<D::File>>,
     offsets: RefCell<ConsumerOffsets>,
     /// Delivery progress of the delay levels (next offset of each schedule queue).
@@ -224,49 +227,6 @@ pub struct Shard<D: Disk, C: Clock> {
     persisted: Event,
 }
 
-/// Loads the checkpointed part of every queue: entries `[min, end)` of its file.
-async fn load_queues<D: Disk>(
-    disk: &D,
-    config: &ShardConfig,
-    checkpoint: &Checkpoint,
-) -> Result<QueueMap<D::File>> {
-    let mut queues: QueueMap<D::File> = QueueMap::default();
-    for range in &checkpoint.queues {
-        let path = queue_path(config, &range.topic, range.queue_id);
-        let what = path.display().to_string();
-        if range.min > range.end {
-            return Err(StoreError::Corrupt {
-                file: what,
-                reason: "min offset past the end".into(),
-            });
-        }
-        let len = range.end * CQ_ENTRY_BYTES as u64;
-        let file = AppendFile::open(disk, &path, len).await?;
-        let from = range.min * CQ_ENTRY_BYTES as u64;
-        let bytes = file.read_range(from, len - from).await?;
-        let count = (range.end - range.min) as usize;
-        let entries = decode_entries(&bytes, count, config.shard_id, &what)?;
-        if entries
-            .back()
-            .is_some_and(|e| e.local >= checkpoint.log.local)
-        {
-            return Err(StoreError::Corrupt {
-                file: what,
-                reason: "entry past the checkpoint".into(),
-            });
-        }
-        let queue = ConsumeQueue {
-            base: range.min,
-            persisted: range.end,
-            entries,
-            file: Some(file),
-            event: Rc::default(),
-        };
-        queues.insert(&range.topic, range.queue_id, queue);
-    }
-    Ok(queues)
-}
-
 /// Unlinks `path`; one already gone is fine (a removal repeated after a crash or a failure,
 /// a file never written). Returns whether it was there.
 pub(crate) async fn remove_if_there<D: Disk>(disk: &D, path: &std::path::Path) -> Result<bool> {
@@ -275,15 +235,6 @@ pub(crate) async fn remove_if_there<D: Disk>(disk: &D, path: &std::path::Path) -
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e.into()),
     }
-}
-
-fn queue_path(config: &ShardConfig, topic: &str, queue_id: i32) -> PathBuf {
-    config
-        .dir
-        .join("consumequeue")
-        .join(topic_dir_name(topic))
-        .join(queue_id.to_string())
-        .join(segment_file_name(0))
 }
 
 impl<D: Disk, C: Clock> Shard<D, C> {
@@ -308,13 +259,17 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let (checkpoint_seq, checkpoint_written) = read_meta(&disk, &dir.join("checkpoint"))
             .await?
             .unwrap_or_default();
-        let checkpoint = if checkpoint_written.is_empty() {
+        let mut checkpoint = if checkpoint_written.is_empty() {
             Checkpoint::default()
         } else {
             Checkpoint::decode(&checkpoint_written)?
         };
+        if !checkpoint.single_queue_files {
+            checkpoint.queues = journal::load(&disk, dir, checkpoint.queue_journal).await?;
+        }
+        journal::remove_stale(&disk, dir, checkpoint.queue_journal.generation).await?;
         let shard_id = config.shard_id;
-        let mut queues = load_queues(&disk, &config, &checkpoint).await?;
+        let mut queues = load_queues(&disk, dir, config.shard_id, &checkpoint).await?;
         let queues_loaded = started.elapsed();
         let segment_bytes = config.log.segment_bytes;
         let mut index = KeyIndex::new(config.index_entries_max, segment_bytes);
@@ -322,10 +277,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             index_files::load(&disk, dir, &mut index, &checkpoint.index).await?;
         let index_loaded = started.elapsed();
         let (queue_entries_loaded, index_hits_loaded, index_hits_sealed) = (
-            queues
-                .iter()
-                .map(|(_, _, q)| q.entries.len())
-                .sum::<usize>(),
+            queues.iter().map(|(_, _, q)| q.tail.len()).sum::<usize>(),
             index.hits(),
             index.sealed_hits(),
         );
@@ -358,7 +310,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 if view.queue_offset() != queue.end() as i64 || view.physical_offset() != physical {
                     return false;
                 }
-                queue.entries.push_back(CqEntry {
+                queue.push(CqEntry {
                     local,
                     size: view.total_size() as u32,
                     tag_hash,
@@ -399,12 +351,16 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             ScheduleProgress::load(&disk, dir, &LEVELS_PROGRESS, levels, &queues).await?;
         let stages = timer_stages_to_deliver(&config, &queues);
         let timer = ScheduleProgress::load(&disk, dir, &TIMER_PROGRESS, stages, &queues).await?;
+        let queue_files = QueueFiles::new(config.cq_page_cache_bytes);
+        let range_journal = RangeJournal::new(checkpoint.queue_journal, checkpoint.queues.len());
         let shard = Self {
             config,
             disk,
             clock,
             log,
             queues: RefCell::new(queues),
+            queue_files: RefCell::new(queue_files),
+            range_journal: RefCell::new(range_journal),
             index: RefCell::new(index),
             offsets: RefCell::new(offsets),
             schedule: RefCell::new(schedule),
@@ -422,11 +378,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             persisted: Event::default(),
         };
         shard.remove_orphan_index_files().await?;
-        if tombstones_moved {
+        // The paged files a single-file store was split into are named by a new checkpoint.
+        if tombstones_moved || checkpoint.single_queue_files && !checkpoint.queues.is_empty() {
             shard.persist().await?;
         }
-        // What recovery cost and where: the checkpointed consume queues and key index are
-        // loaded whole, the log is scanned from the checkpoint only.
+        // What recovery cost and where: the checkpointed consume queues' offsets and the key
+        // index are loaded, the log is scanned from the checkpoint only.
         tracing::info!(
             shard = shard.config.shard_id,
             queue_entries_loaded,
@@ -509,7 +466,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     .log
                     .push_with(size, |out| encode_into(message, &store, out))?;
                 debug_assert_eq!(pushed, local);
-                queue.entries.push_back(CqEntry {
+                queue.push(CqEntry {
                     local,
                     size: size as u32,
                     tag_hash,
@@ -569,10 +526,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         queues.get(topic, queue_id).map_or(0, |q| q.base as i64)
     }
 
-    /// Entries of a queue from `from` on (at least its min offset), at most `max`, in log
-    /// order: every appended entry, durable yet or not, so that a follower sees an append as
-    /// soon as it is made (what it learns is rebuilt from the log after a crash anyway). No
-    /// record is read.
+    /// Entries of a resident queue (a transaction queue, held whole in memory) from `from` on
+    /// (at least its min offset), at most `max`, in log order: every appended entry, durable
+    /// yet or not, so that a follower sees an append as soon as it is made (what it learns is
+    /// rebuilt from the log after a crash anyway). No record is read; of another queue only
+    /// what memory holds is returned.
     pub fn queue_entries(
         &self,
         topic: &str,
@@ -584,10 +542,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         let Some(queue) = queues.get(topic, queue_id) else {
             return Vec::new();
         };
-        let from = u64::try_from(from).unwrap_or(0).max(queue.base);
+        debug_assert!(queue.resident, "{topic} is not held whole");
+        let from = u64::try_from(from).unwrap_or(0).max(queue.tail_from);
         let to = from.saturating_add(max as u64).min(queue.end());
         queue
-            .range(from, to)
+            .tail_range(from, to)
             .zip(from..)
             .map(|(e, offset)| QueueEntry {
                 queue_offset: offset as i64,
@@ -608,16 +567,19 @@ impl<D: Disk, C: Clock> Shard<D, C> {
 
     /// Whether the record at `offset` of a queue is stored and still in memory (the hot
     /// tail): Apache's `checkInMemByConsumeOffset`, which decides whether a group with no
-    /// offset starts at 0.
+    /// offset starts at 0. Known for the queue's first entry and its tail in memory; false
+    /// for an entry paged out (its record is older than the log's hot tail holds anyway).
     pub fn in_memory(&self, topic: &str, queue_id: i32, offset: i64) -> bool {
         let visible_end = self.log.visible_end();
         let local = {
             let queues = self.queues.borrow();
-            let entry = u64::try_from(offset)
-                .ok()
-                .and_then(|o| queues.get(topic, queue_id)?.get(o).copied());
-            match entry {
-                Some(entry) if entry.local < visible_end => entry.local,
+            let local = u64::try_from(offset).ok().and_then(|o| {
+                let queue = queues.get(topic, queue_id)?;
+                let first = queue.first_local.filter(|_| o == queue.base);
+                first.or_else(|| queue.tail_get(o).map(|e| e.local))
+            });
+            match local {
+                Some(local) if local < visible_end => local,
                 _ => return false,
             }
         };
@@ -648,14 +610,10 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             max_count
         };
         let start = request.offset as u64;
-        let entries: Vec<CqEntry> = {
-            let queues = self.queues.borrow();
-            let queue = queues
-                .get(request.topic, request.queue_id)
-                .expect("a queue with entries exists");
-            let end = (max as u64).min(start + scan as u64);
-            queue.range(start, end).copied().collect()
-        };
+        let end = (max as u64).min(start + scan as u64);
+        let entries = (self.queue_store())
+            .entries(request.topic, request.queue_id, start, end)
+            .await?;
         let mut pending = entries.into_iter().peekable();
         let mut bytes = 0;
         // Rounds: choose what the count, the byte budget and the tag filter allow, read it
@@ -772,13 +730,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         );
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let entry = {
-                let queues = self.queues.borrow();
-                queues
-                    .get(topic, queue_id)
-                    .and_then(|q| q.get(mid))
-                    .copied()
-            };
+            let entry = self.queue_store().entry_at(topic, queue_id, mid).await?;
             let Some(entry) = entry else {
                 let min = self.min_offset(topic, queue_id) as u64;
                 if min <= mid {
@@ -915,49 +867,24 @@ impl<D: Disk, C: Clock> Shard<D, C> {
             offsets.changes_persisted = changes;
         }
         let boundary = self.log.durable_boundary();
-        let keys: Vec<(String, i32)> = {
-            let queues = self.queues.borrow();
-            queues.iter().map(|(t, id, _)| (t.to_owned(), id)).collect()
-        };
-        const HELD: &str = "queues are removed only under the persist lock";
-        for key in keys {
-            let (file, data, persisted, end) = {
-                let mut queues = self.queues.borrow_mut();
-                let queue = queues.get_mut(&key.0, key.1).expect(HELD);
-                let end = queue.visible_end(boundary.local);
-                if end <= queue.persisted {
-                    continue;
-                }
-                let data: Vec<u8> = queue
-                    .range(queue.persisted, end)
-                    .flat_map(|e| e.encode(self.config.shard_id))
-                    .collect();
-                (queue.file.take(), data, queue.persisted, end)
-            };
-            let mut file = match file {
-                Some(file) => file,
-                None => {
-                    let path = queue_path(&self.config, &key.0, key.1);
-                    let len = persisted * CQ_ENTRY_BYTES as u64;
-                    AppendFile::open(&self.disk, &path, len).await?
-                }
-            };
-            let result = file.append(&data).await;
-            let mut queues = self.queues.borrow_mut();
-            let queue = queues.get_mut(&key.0, key.1).expect(HELD);
-            queue.file = Some(file);
-            result?;
-            queue.persisted = end;
-        }
+        let keys = self.queues.borrow().keys();
+        (self.queue_store())
+            .persist_all(&keys, boundary.local)
+            .await?;
         persist_index(&self.index, &self.disk, &self.config.dir, boundary.local).await?;
         let sealable_below = boundary.local.min(self.log.active_segment());
         seal_segments(&self.index, &self.disk, &self.config.dir, sealable_below).await?;
+        let (dir, journal) = (&self.config.dir, &self.range_journal);
+        let ranges = journal::write_ranges(&self.disk, dir, journal, &self.queues).await?;
         let checkpoint = self.checkpoint_at(boundary).encode();
         if *self.checkpoint_written.borrow() != checkpoint {
             let seq = self.checkpoint_seq.get() + 1;
             write_meta(&self.disk, &self.path("checkpoint"), seq, &checkpoint).await?;
             self.checkpoint_seq.set(seq);
             *self.checkpoint_written.borrow_mut() = checkpoint;
+        }
+        if let Some(ranges) = ranges {
+            journal::confirm_ranges(&self.disk, dir, journal, &self.queues, ranges).await?;
         }
         let keyed = std::mem::take(&mut *self.keyed_index_files.borrow_mut());
         if !keyed.is_empty() {
@@ -972,21 +899,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
 
     /// What the checkpoint at `boundary` holds (see `checkpoint.rs`).
     fn checkpoint_at(&self, boundary: crate::commit_log::LogPosition) -> Checkpoint {
-        let queues = self.queues.borrow();
         let index = self.index.borrow();
         let segments = self.segment_times.borrow().of(&self.log.segments());
         Checkpoint {
             log: boundary,
-            queues: queues
-                .iter()
-                .filter(|(_, _, q)| q.persisted > 0)
-                .map(|(topic, queue_id, q)| QueueRange {
-                    topic: topic.to_owned(),
-                    queue_id,
-                    min: q.base,
-                    end: q.persisted,
-                })
-                .collect(),
+            queue_journal: self.range_journal.borrow().at(),
+            queues: Vec::new(),
             segments,
             index: IndexFiles::PerSegment(
                 index
@@ -997,7 +915,39 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     .collect(),
             ),
             deleted_topics: self.deleted_topics.borrow().list(),
+            single_queue_files: false,
         }
+    }
+
+    /// The queues with their files and page cache, for one read or write of them.
+    fn queue_store(&self) -> QueueStore<'_, D> {
+        QueueStore {
+            disk: &self.disk,
+            dir: &self.config.dir,
+            shard_id: self.config.shard_id,
+            queues: &self.queues,
+            files: &self.queue_files,
+        }
+    }
+
+    /// What the consume queues' page cache holds and has read.
+    pub fn queue_page_cache(&self) -> PageCacheStats {
+        self.queue_files.borrow().stats()
+    }
+
+    /// Where the checkpoint's queue ranges are: the journal's generation and valid bytes.
+    pub fn queue_ranges_journal(&self) -> (u64, u64) {
+        let at = self.range_journal.borrow().at();
+        (at.generation, at.bytes)
+    }
+
+    /// Consume-queue entries held in memory (the queues' tails), beside the page cache.
+    pub fn queue_entries_in_memory(&self) -> usize {
+        self.queues
+            .borrow()
+            .iter()
+            .map(|(_, _, q)| q.tail.len())
+            .sum()
     }
 
     /// Index files of segments below the log's first one that a crash left behind (their

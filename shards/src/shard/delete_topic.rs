@@ -4,7 +4,7 @@
 //! recovery scan brings the old records back. Their commit-log space is freed when their
 //! segments expire. A topic created again afterwards starts at offset 0.
 
-use super::{queue_path, remove_if_there, Shard};
+use super::Shard;
 use crate::error::{Result, StoreError};
 use crate::io::{Clock, Disk};
 use crate::schedule::SCHEDULE_TOPIC;
@@ -22,8 +22,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         // meanwhile, or of its next incarnation) while these are removed.
         let _exclusive = self.persist_lock().await;
         let removed = self.queues.borrow_mut().remove_topic(topic);
-        for (_, queue) in &removed {
+        for (queue_id, queue) in &removed {
             queue.event.notify();
+            // Whether journaled or not: a journal write whose checkpoint failed may hold it.
+            let mut journal = self.range_journal.borrow_mut();
+            journal.note_removed(topic, *queue_id);
         }
         if !removed.is_empty() {
             let end = self.log.write_pos();
@@ -31,14 +34,11 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         }
         self.offsets.borrow_mut().remove_topic(topic);
         self.persist_once().await?;
-        for (queue_id, _) in &removed {
-            let path = queue_path(&self.config, topic, *queue_id);
-            // A queue never persisted has no file (nor directory).
-            if remove_if_there(&self.disk, &path).await? {
-                if let Some(dir) = path.parent() {
-                    self.disk.sync_dir(dir).await?;
-                }
-            }
+        for (queue_id, queue) in &removed {
+            // All its files, those a crash left past the checkpoint too.
+            (self.queue_store())
+                .remove_files((topic, *queue_id), queue.id, None)
+                .await?;
         }
         Ok(removed.len())
     }

@@ -172,10 +172,13 @@ mod tests {
                 .unwrap()
                 .unwrap();
             let mut checkpoint = Checkpoint::decode(&payload).unwrap();
+            checkpoint.queues =
+                crate::consume_queue::journal::load(&disk, dir, checkpoint.queue_journal)
+                    .await
+                    .unwrap();
             checkpoint.index =
                 crate::checkpoint::IndexFiles::PerSegment(vec![(0, keyed.len() as u64)]);
-            let mut v2 = checkpoint.encode();
-            v2[8..12].copy_from_slice(&2u32.to_be_bytes());
+            let v2 = checkpoint.encode_as(2);
             write_meta(&disk, &dir.join("checkpoint"), seq + 1, &v2)
                 .await
                 .unwrap();

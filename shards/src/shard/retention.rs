@@ -16,12 +16,15 @@
 //! an append takes (only the persist lock, which appends never wait on).
 //!
 //! Order, for crash safety: stop serving below the segment's end → persist (so the queue
-//! files hold every entry up to there) → trim in memory → persist a checkpoint without the
-//! segment → unlink it → sync the directory. A crash before the
+//! files hold every entry up to there) → trim (each queue's new min offset by a binary
+//! search over its entries, through the page cache) → persist a checkpoint without the
+//! segment → unlink the queue files wholly below their new min offsets → unlink the segment
+//! → sync the directories. A crash before the
 //! checkpoint leaves the segment referenced and present; after it, unreferenced and maybe
 //! present, removed again by the next step.
 
 use super::Shard;
+use crate::consume_queue::pages::Trimmed;
 use crate::error::Result;
 use crate::io::{Clock, Disk};
 use crate::key_index::{index_file_path, keyed_index_file_path, sealed_path};
@@ -215,15 +218,23 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         }
         let (entries, lags) = {
             let _exclusive = self.persist_lock().await;
-            // Every entry below the durable boundary (so of the segment) into its file
-            // first: a queue file holds its entries from offset 0, trimmed ones included.
+            // Every entry below the durable boundary (so of the segment) into its files
+            // first: the binary searches for the new min offsets read them there.
             self.persist_once().await?;
-            let trimmed = self.trim_queues(end);
-            let entries = trimmed.values().map(|(old, new)| new - old).sum();
+            let trimmed = self.trim_queues(end).await?;
+            let entries = trimmed.values().map(|t| t.new - t.old).sum();
             let lags = self.lags(&trimmed);
             self.index.borrow_mut().forget_segment(start);
             self.deleted_topics.borrow_mut().forget_below(end);
             self.persist_once().await?;
+            // The checkpoint no longer names entries of these files.
+            for ((topic, queue_id), trim) in &trimmed {
+                if !trim.files.is_empty() {
+                    (self.queue_store())
+                        .remove_files((topic, *queue_id), trim.id, Some(trim.files.end))
+                        .await?;
+                }
+            }
             (entries, lags)
         };
         self.log.remove_first_segment(start).await?;
@@ -328,24 +339,30 @@ impl<D: Disk, C: Clock> Shard<D, C> {
     }
 
     /// Trims every queue below `end`; returns the queues that lost entries, with their old
-    /// and new min offsets.
-    fn trim_queues(&self, end: u64) -> HashMap<(String, i32), (u64, u64)> {
+    /// and new min offsets and the files now wholly below them. A queue none of whose
+    /// entries lies below `end` costs one comparison (its first entry's log offset is held).
+    async fn trim_queues(&self, end: u64) -> Result<HashMap<(String, i32), Trimmed>> {
+        let below: Vec<(String, i32)> = (self.queues.borrow().iter())
+            .filter(|(_, _, q)| q.first_local.is_some_and(|first| first < end))
+            .map(|(topic, queue_id, _)| (topic.to_owned(), queue_id))
+            .collect();
         let mut trimmed = HashMap::new();
-        for (topic, queue_id, queue) in self.queues.borrow_mut().iter_mut() {
-            if queue.entries.front().is_some_and(|e| e.local < end) {
-                trimmed.insert((topic.to_owned(), queue_id), queue.trim_below(end));
+        for (topic, queue_id) in below {
+            let store = self.queue_store();
+            if let Some(trim) = store.trim_below(&topic, queue_id, end).await? {
+                trimmed.insert((topic, queue_id), trim);
             }
         }
-        trimmed
+        Ok(trimmed)
     }
 
     /// The groups (and delay-level deliveries) whose position lies below a trimmed queue's
     /// new min offset, each with the queue's old min.
-    fn lags(&self, trimmed: &HashMap<(String, i32), (u64, u64)>) -> Vec<(Lag, i64)> {
+    fn lags(&self, trimmed: &HashMap<(String, i32), Trimmed>) -> Vec<(Lag, i64)> {
         let mut lags = Vec::new();
         let mut behind = |group: &str, topic: &str, queue_id: i32, committed: i64| {
             let key = (topic.to_owned(), queue_id);
-            if let Some(&(old, new)) = trimmed.get(&key) {
+            if let Some(&Trimmed { old, new, .. }) = trimmed.get(&key) {
                 if committed < new as i64 {
                     let lag = Lag {
                         group: group.to_owned(),

@@ -118,12 +118,12 @@ impl ScheduleProgress {
     /// Loads the persisted progress, corrected into each queue's recovered range (as
     /// Apache's `correctDelayOffset`). Levels the table no longer has keep their progress,
     /// so shrinking the table and growing it back does not deliver twice.
-    pub(super) async fn load<D: Disk, F>(
+    pub(super) async fn load<D: Disk>(
         disk: &D,
         dir: &Path,
         file: &ProgressFile,
         count: usize,
-        queues: &QueueMap<F>,
+        queues: &QueueMap,
     ) -> Result<Self> {
         let (seq, mut next) = match read_meta(disk, &dir.join(file.name)).await? {
             Some((seq, payload)) => (seq, Self::decode(&payload, file)?),
@@ -231,30 +231,26 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         }
         let now = self.clock.now_ms();
         let budget = DELIVERY_BATCH_BYTES_MAX.min(self.config.entry_bytes_max());
-        let (head, due): (CqEntry, Vec<CqEntry>) = {
-            let queues = self.queues.borrow();
-            let entries: Vec<CqEntry> = queues
-                .get(topic, queue_id)
-                .expect("a queue with entries exists")
-                .range(offset as u64, end as u64)
-                .take(DELIVERY_BATCH_MAX)
-                .copied()
-                .collect();
-            // Read no more than one batch's bytes (the first record in any case).
-            let mut read_bytes = 0;
-            let due = entries
-                .iter()
-                .take(DELIVERY_BATCH_MAX)
-                .take_while(|e| due_at(now, e.tag_hash, delay_ms) <= now)
-                .take_while(|e| {
-                    let first = read_bytes == 0;
-                    read_bytes += e.size as usize;
-                    first || read_bytes <= budget
-                })
-                .copied()
-                .collect();
-            (entries[0], due)
+        let until = (end as u64).min(offset as u64 + DELIVERY_BATCH_MAX as u64);
+        let entries = (self.queue_store())
+            .entries(topic, queue_id, offset as u64, until)
+            .await?;
+        let Some(&head) = entries.first() else {
+            // Trimmed past `offset` meanwhile: the next turn starts at the new min.
+            return Ok(DeliveryTurn::Delivered(0));
         };
+        // Read no more than one batch's bytes (the first record in any case).
+        let mut read_bytes = 0;
+        let due: Vec<CqEntry> = entries
+            .iter()
+            .take_while(|e| due_at(now, e.tag_hash, delay_ms) <= now)
+            .take_while(|e| {
+                let first = read_bytes == 0;
+                read_bytes += e.size as usize;
+                first || read_bytes <= budget
+            })
+            .copied()
+            .collect();
         if due.is_empty() {
             return Ok(DeliveryTurn::DueAt(due_at(now, head.tag_hash, delay_ms)));
         }
