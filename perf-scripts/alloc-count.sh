@@ -2,21 +2,24 @@
 # Heap allocation calls per message on the broker's request path, counted by heaptrack.
 #
 #   perf-scripts/alloc-count.sh [--bin RINGMQ] [--bench-bin BENCH] [--messages N] [--out DIR]
-#                               [-- WORKLOAD ARGS...]
+#                               [--shards S] [-- WORKLOAD ARGS...]
 #
-# Starts `ringmq standalone --shards 2` (--bin, default target/release/ringmq; nothing is built
-# here) under heaptrack, sends N messages (default 50 000) with ringmq-bench (default workload:
+# Starts `ringmq standalone --shards S` (default 2; --bin, default target/release/ringmq; nothing
+# is built here) under heaptrack, sends N messages (default 50 000) with ringmq-bench (default workload:
 # side-by-side's async-1k, `produce -q 8 -c 4 -p 16 --in-flight 4 -s 1024`), then drains them
 # with a catch-up consume, and stops the broker. The same start and stop with no load is
 # counted too and subtracted, so what is printed is what messages cost: allocation calls per
 # message for the produce run and for produce + consume, by the innermost ringmq function
 # (alloc_count.py). Counts, not times: the figures do not depend on what else the host runs.
+# With 2 shards a send to a queue the other shard owns adds the bus hop's allocations, so the
+# figure moves with which shard each connection landed on; with --shards 1 no send crosses.
 # Needs heaptrack (apt-get install -y heaptrack) and ulimit -l ≥ 8 MiB for the broker.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$ROOT/target/release/ringmq
 BENCH=$ROOT/target/release/ringmq-bench
 MESSAGES=50000
+SHARDS=2
 OUT=$ROOT/target/alloc-count/$(date -u +%Y%m%dT%H%M%S)
 WORKLOAD=()
 while [ $# -gt 0 ]; do
@@ -25,6 +28,7 @@ while [ $# -gt 0 ]; do
     --bench-bin) BENCH=$2; shift 2 ;;
     --messages) MESSAGES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --shards) SHARDS=$2; shift 2 ;;
     --) shift; WORKLOAD=("$@"); break ;;
     *) echo "alloc-count.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -42,7 +46,7 @@ broker() {
     local name=$1 load=$2 dir=$OUT/$1
     mkdir -p "$dir"
     heaptrack -o "$dir/heaptrack" "$BIN" standalone --listen "$BROKER" --namesrv-listen "$NS" \
-        --shards 2 --data "$dir/data" --flush-disk-type ASYNC_FLUSH --broker-ip 127.0.0.1 \
+        --shards "$SHARDS" --data "$dir/data" --flush-disk-type ASYNC_FLUSH --broker-ip 127.0.0.1 \
         >"$dir/broker.out" 2>&1 &
     local pid=$!
     for _ in $(seq 1 300); do

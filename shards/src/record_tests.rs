@@ -138,6 +138,16 @@ fn properties_parse_like_java() {
     );
     assert_eq!(find_property(props, "TAGS"), Some("B"));
     assert_eq!(find_property(props, "E"), None);
+    assert_eq!(
+        find_properties(props, ["KEYS", "E", "TAGS", "x"]),
+        [Some("k1 k2"), None, Some("B"), None]
+    );
+    // Names and values keep every byte but the separators, multi-byte chars included.
+    let wide = "\u{e9}t\u{e9}\u{1}\u{4e2d}\u{1}\u{6587}\u{2}\u{2}no-value\u{1}";
+    assert_eq!(
+        properties_iter(wide).collect::<Vec<_>>(),
+        [("\u{e9}t\u{e9}", "\u{4e2d}\u{1}\u{6587}")]
+    );
     let formatted = format_properties([("a", "1"), ("b", "2")]);
     assert_eq!(formatted, "a\u{1}1\u{2}b\u{1}2\u{2}");
     assert_eq!(parse_properties(&formatted).len(), 2);

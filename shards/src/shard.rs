@@ -18,12 +18,12 @@ use crate::error::{DiskFull, Result, StoreError};
 use crate::event::Event;
 use crate::io::{Clock, Disk};
 use crate::key_index::{
-    parse_index_file_name, persist_index, seal_segments, KeyHit, KeyIndex, KeyQuery,
+    parse_index_file_name, persist_index, seal_segments, KeyHit, KeyIndex, KeyQuery, RecordKeys,
 };
 use crate::meta_file::{read_meta, write_meta, MetaReader, MetaWriter};
 use crate::offset::PhysicalOffset;
 use crate::record::{
-    encode_into, encoded_len, find_property, peek_header, property, tag_hash_code, Message,
+    encode_into, encoded_len, find_properties, peek_header, property, tag_hash_code, Message,
     RecordError, RecordView, StoreFields, RECORD_BYTES_MAX, RECORD_BYTES_MIN,
 };
 use crate::recovery::scan_log;
@@ -54,6 +54,11 @@ struct TagsCodeOf<'a> {
     body: &'a [u8],
     /// The hash of its TAGS.
     tag_hash: i64,
+}
+
+/// A message's properties as text (the record format stores them as UTF-8).
+fn properties_text(message: &Message) -> std::result::Result<&str, RecordError> {
+    std::str::from_utf8(&message.properties).map_err(|_| RecordError::InvalidUtf8("properties"))
 }
 
 /// A transaction queue's origin, a timer's or a delayed message's due time, else the TAGS
@@ -319,7 +324,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     local,
                     store_timestamp_ms: view.store_timestamp_ms(),
                 };
-                index.add(view.topic(), view.properties(), hit);
+                index.add(view.topic(), RecordKeys::of(view.properties()), hit);
                 segment_times.note(local - local % segment_bytes, hit.store_timestamp_ms);
                 true
             },
@@ -412,16 +417,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         if messages.is_empty() || messages.len() > BATCH_MESSAGES_MAX {
             return Err(StoreError::LimitReached("messages per batch"));
         }
-        // Check every limit before anything is stored.
-        let mut encoded = Vec::with_capacity(messages.len());
+        // Check every limit before anything is stored. The loop below works each length out
+        // again rather than keep them: a vector of them was an allocation per append.
         let mut entry_bytes = 0;
         for message in messages {
-            let len = encoded_len(message, &self.config.store_host)?;
-            let properties = std::str::from_utf8(&message.properties)
-                .map_err(|_| RecordError::InvalidUtf8("properties"))?;
-            let tag_hash = tag_hash_code(find_property(properties, property::TAGS));
-            entry_bytes += len + TRAILER_BYTES;
-            encoded.push((len, tag_hash, properties));
+            entry_bytes += encoded_len(message, &self.config.store_host)? + TRAILER_BYTES;
+            properties_text(message)?;
         }
         if let Some(used_ratio) = self.disk_full.get() {
             return Err(StoreError::DiskFull(DiskFull::AboveWarningLevel {
@@ -434,12 +435,23 @@ impl<D: Disk, C: Clock> Shard<D, C> {
         // in the same order, with no other append in between.
         let now = self.clock.now_ms();
         let mut results = Vec::with_capacity(messages.len());
-        let mut events = Vec::new();
+        // Under ASYNC_FLUSH a queue's readers are woken as its record is pushed (they run once
+        // this append has returned); under SYNC_FLUSH once the batch is durable.
+        let sync_flush = self.log.flush_mode() == FlushMode::SyncFlush;
+        let mut durable_waits = Vec::new();
         {
             let mut queues = self.queues.borrow_mut();
             let mut index = self.index.borrow_mut();
             let mut segment_times = self.segment_times.borrow_mut();
-            for (message, (size, tag_hash, properties)) in messages.iter().zip(encoded) {
+            for message in messages {
+                let checked = "checked before the reservation";
+                let size = encoded_len(message, &self.config.store_host).expect(checked);
+                let properties = properties_text(message).expect(checked);
+                // One scan of the properties for what the consume queue and the key index read.
+                let [tags, uniq, keys] = find_properties(
+                    properties,
+                    [property::TAGS, property::UNIQ_KEY, property::KEYS],
+                );
                 let local = self.log.write_pos();
                 let physical = PhysicalOffset::new(self.config.shard_id, local).to_wire();
                 let queue = queues.get_or_create(&message.topic, message.queue_id);
@@ -453,7 +465,7 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                         stored_ms: now,
                         properties,
                         body: &message.body,
-                        tag_hash,
+                        tag_hash: tag_hash_code(tags),
                     },
                 );
                 let store = StoreFields {
@@ -475,9 +487,13 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                     local,
                     store_timestamp_ms: now,
                 };
-                index.add(&message.topic, properties, hit);
+                index.add(&message.topic, RecordKeys { uniq, keys }, hit);
                 segment_times.note(self.log.segment_start_of(local), now);
-                events.push(queue.event.clone());
+                if sync_flush {
+                    durable_waits.push(queue.event.clone());
+                } else {
+                    queue.event.notify();
+                }
                 results.push(AppendResult {
                     physical_offset: physical,
                     queue_offset,
@@ -486,15 +502,12 @@ impl<D: Disk, C: Clock> Shard<D, C> {
                 });
             }
         }
-        let end = self.log.write_pos();
-        match self.log.flush_mode() {
-            FlushMode::AsyncFlush => events.iter().for_each(|e| e.notify()),
-            FlushMode::SyncFlush => {
-                for event in events {
-                    self.log.notify_when_durable(end, event);
-                }
-                self.log.wait_durable(end).await?;
+        if sync_flush {
+            let end = self.log.write_pos();
+            for event in durable_waits {
+                self.log.notify_when_durable(end, event);
             }
+            self.log.wait_durable(end).await?;
         }
         Ok(results)
     }

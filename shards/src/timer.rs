@@ -29,7 +29,9 @@
 //! final stage, its `TIMER_OUT_MS`): the same at append and at recovery. What is in memory per
 //! pending timer is its consume-queue entry, as for every stored record.
 
-use crate::record::{find_property, format_properties, parse_properties, Message, RecordView};
+use crate::record::{
+    find_properties, find_property, format_properties, parse_properties, Message, RecordView,
+};
 use crate::schedule::property_name::{REAL_QID, REAL_TOPIC};
 use crate::schedule::{asked_delay, real_queue, set_property, stored_again, ScheduleError};
 
@@ -205,9 +207,18 @@ impl TimerConfig {
             return Ok(None);
         }
         let properties = std::str::from_utf8(&message.properties).unwrap_or("");
-        let has = |name| find_property(properties, name).is_some();
         let timer_names = [TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS];
-        if !timer_names.iter().any(|name| has(name)) || has(TIMER_OUT_MS) {
+        // One scan for what every message is checked for (a plain send asks for no timer).
+        let [deliver_at, delay_sec, delay_ms, out] = find_properties(
+            properties,
+            [
+                TIMER_DELIVER_MS,
+                TIMER_DELAY_SEC,
+                TIMER_DELAY_MS,
+                TIMER_OUT_MS,
+            ],
+        );
+        if (deliver_at, delay_sec, delay_ms) == (None, None, None) || out.is_some() {
             return Ok(None);
         }
         let mut pairs = parse_properties(properties);
@@ -223,12 +234,8 @@ impl TimerConfig {
         let illegal = TimerError::Illegal {
             max_delay_ms: self.max_delay_sec * 1000,
         };
-        let number = |name| find_property(properties, name).map(|v| v.parse::<i64>());
-        let deliver_ms = match (
-            number(TIMER_DELAY_SEC),
-            number(TIMER_DELAY_MS),
-            number(TIMER_DELIVER_MS),
-        ) {
+        let number = |value: Option<&str>| value.map(|v| v.parse::<i64>());
+        let deliver_ms = match (number(delay_sec), number(delay_ms), number(deliver_at)) {
             (Some(sec), _, _) => sec
                 .ok()
                 .map(|s| now_ms.saturating_add(s.saturating_mul(1000))),
@@ -238,7 +245,7 @@ impl TimerConfig {
         }
         .ok_or(illegal.clone())?;
         if deliver_ms <= now_ms {
-            if has(TIMER_DEL_UNIQKEY) {
+            if find_property(properties, TIMER_DEL_UNIQKEY).is_some() {
                 return Err(illegal);
             }
             return Ok(None);

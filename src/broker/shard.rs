@@ -41,6 +41,25 @@ pub struct Counters {
     pub messages_got: u64,
 }
 
+/// What a send reads of its topic's config, copied out of the snapshot (a clone of the whole
+/// config cost an allocation per send, for its name).
+#[derive(Clone, Copy, Debug)]
+pub struct SendTopic {
+    pub perm: i32,
+    pub read_queue_nums: i32,
+    pub write_queue_nums: i32,
+}
+
+impl SendTopic {
+    fn of(config: &TopicConfig) -> Self {
+        Self {
+            perm: config.perm,
+            read_queue_nums: config.read_queue_nums,
+            write_queue_nums: config.write_queue_nums,
+        }
+    }
+}
+
 /// One shard of the broker (see the module doc).
 pub struct Shard {
     id: usize,
@@ -237,17 +256,20 @@ impl Shard {
         topic: &str,
         default_topic: &str,
         queue_nums: i32,
-    ) -> BrokerResult<Option<TopicConfig>> {
-        if let Some(config) = self.topic(topic) {
-            return Ok(Some(config));
+    ) -> BrokerResult<Option<SendTopic>> {
+        let held = self.snapshot.borrow().topics.get(topic).map(SendTopic::of);
+        if held.is_some() {
+            return Ok(held);
         }
-        self.control(|reply| ControlOp::CreateTopicForSend {
-            topic: topic.to_owned(),
-            default_topic: default_topic.to_owned(),
-            queue_nums,
-            reply,
-        })
-        .await
+        let created = self
+            .control(|reply| ControlOp::CreateTopicForSend {
+                topic: topic.to_owned(),
+                default_topic: default_topic.to_owned(),
+                queue_nums,
+                reply,
+            })
+            .await?;
+        Ok(created.as_ref().map(SendTopic::of))
     }
 
     /// `%DLQ%group`, created if it does not exist yet.

@@ -30,7 +30,7 @@ use crate::append_file::AppendFile;
 use crate::error::{Result, StoreError};
 use crate::io::Disk;
 use crate::offset::{parse_segment_file_name, segment_file_name};
-use crate::record::{find_property, property};
+use crate::record::{find_properties, property};
 use crate::FastMap;
 pub use sealed::SealedIndex;
 use sealed::{key_hash, write_sealed, SealedEntry, ENTRY_BYTES};
@@ -56,6 +56,21 @@ pub struct KeyQuery<'a> {
     pub begin_ms: i64,
     pub end_ms: i64,
     pub max: usize,
+}
+
+/// What the index reads of a record's properties: its UNIQ_KEY and its KEYS (space-separated
+/// tokens). The append path finds them in the same scan as the TAGS.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordKeys<'a> {
+    pub uniq: Option<&'a str>,
+    pub keys: Option<&'a str>,
+}
+
+impl<'a> RecordKeys<'a> {
+    pub fn of(properties: &'a str) -> Self {
+        let [uniq, keys] = find_properties(properties, [property::UNIQ_KEY, property::KEYS]);
+        Self { uniq, keys }
+    }
 }
 
 /// One indexed occurrence.
@@ -224,17 +239,13 @@ impl<F> KeyIndex<F> {
     }
 
     /// Indexes a record's UNIQ_KEY and KEYS tokens.
-    pub fn add(&mut self, topic: &str, properties: &str, hit: KeyHit) {
+    pub fn add(&mut self, topic: &str, keys: RecordKeys<'_>, hit: KeyHit) {
         if hit.local < self.sealed_end {
             // Recovery re-reading a record of a segment sealed after the last checkpoint.
             return;
         }
-        let uniq = find_property(properties, property::UNIQ_KEY);
-        let keys = find_property(properties, property::KEYS).unwrap_or("");
-        for key in uniq
-            .into_iter()
-            .chain(keys.split(' ').filter(|k| !k.is_empty()))
-        {
+        let tokens = keys.keys.unwrap_or("").split(' ').filter(|k| !k.is_empty());
+        for key in keys.uniq.into_iter().chain(tokens) {
             let hash = key_hash(topic, key);
             if self.insert(hash, hit) {
                 self.pending.push(SealedEntry::of(hash, hit));
@@ -543,8 +554,8 @@ mod tests {
     fn indexes_keys_and_uniq_key_and_round_trips() {
         let mut index: KeyIndex<()> = KeyIndex::new(100, 4096);
         let props = "KEYS\u{1}a b\u{2}UNIQ_KEY\u{1}U1\u{2}";
-        index.add("T", props, hit(10, 1000));
-        index.add("T", "KEYS\u{1}a\u{2}", hit(20, 2000));
+        index.add("T", RecordKeys::of(props), hit(10, 1000));
+        index.add("T", RecordKeys::of("KEYS\u{1}a\u{2}"), hit(20, 2000));
         assert_eq!(
             index.query_unsealed(&q("T", "a", 0, i64::MAX, 10), 0),
             vec![10, 20]
@@ -640,7 +651,7 @@ mod tests {
     fn pending_entries_split_by_segment() {
         let mut index: KeyIndex<()> = KeyIndex::new(100, 100);
         for local in [10, 90, 120, 250] {
-            index.add("T", "KEYS\u{1}k\u{2}", hit(local, 1));
+            index.add("T", RecordKeys::of("KEYS\u{1}k\u{2}"), hit(local, 1));
         }
         let pieces: Vec<(u64, usize)> = index
             .encode_pending(200)
@@ -655,7 +666,7 @@ mod tests {
         let mut index: KeyIndex<()> = KeyIndex::new(100, 4096);
         for local in 0..10u64 {
             let props = format!("KEYS\u{1}k{} all\u{2}", local % 3);
-            index.add("T", &props, hit(local * 10, 1));
+            index.add("T", RecordKeys::of(&props), hit(local * 10, 1));
         }
         assert_eq!(index.hits(), 20);
         assert!(!index.trim_below(55, 4), "12 hits lie below 55");
@@ -675,7 +686,7 @@ mod tests {
         assert!(index
             .query_unsealed(&q("T", "all", 0, i64::MAX, 10), 0)
             .is_empty());
-        index.add("T", "KEYS\u{1}all\u{2}", hit(2000, 1));
+        index.add("T", RecordKeys::of("KEYS\u{1}all\u{2}"), hit(2000, 1));
         assert_eq!(
             index.query_unsealed(&q("T", "all", 0, i64::MAX, 10), 0),
             [2000]
@@ -685,7 +696,7 @@ mod tests {
     #[test]
     fn full_index_skips_and_counts() {
         let mut index: KeyIndex<()> = KeyIndex::new(1, 4096);
-        index.add("T", "KEYS\u{1}a b\u{2}", hit(1, 1));
+        index.add("T", RecordKeys::of("KEYS\u{1}a b\u{2}"), hit(1, 1));
         assert_eq!(index.skipped, 1);
         assert_eq!(
             index.query_unsealed(&q("T", "a", 0, i64::MAX, 10), 0),

@@ -10,10 +10,10 @@
 use super::append::append_on;
 use crate::broker::control::topics::RETRY_GROUP_TOPIC_PREFIX;
 use crate::broker::error::{BrokerError, BrokerResult};
-use crate::broker::shard::Shard;
+use crate::broker::shard::{SendTopic, Shard};
 use crate::broker::transaction::message::{send_kind, SendKind};
 use crate::broker::work::{Append, Origin};
-use crate::protocol::body::{TopicConfig, PERM_WRITE};
+use crate::protocol::body::PERM_WRITE;
 use crate::protocol::codes::{request as code, response};
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::command::Text;
@@ -179,7 +179,7 @@ pub(super) async fn writable_queue(
 fn queue_for_send(
     shard: &Shard,
     header: &SendMessageRequestHeader,
-    topic: &TopicConfig,
+    topic: &SendTopic,
 ) -> BrokerResult<i32> {
     if header.queue_id < 0 {
         return Ok(shard.pick_queue(topic.write_queue_nums));

@@ -20,10 +20,10 @@ use super::query::record_at;
 use super::send::{check_writable, DLQ_QUEUE_ID};
 use crate::broker::control::topics::retry_topic;
 use crate::broker::error::{BrokerError, BrokerResult};
-use crate::broker::shard::Shard;
+use crate::broker::shard::{SendTopic, Shard};
 use crate::broker::work::Append;
 use crate::protocol::body::subscription_group::SubscriptionGroupConfig;
-use crate::protocol::body::{TopicConfig, PERM_WRITE};
+use crate::protocol::body::PERM_WRITE;
 use crate::protocol::codes::response;
 use crate::protocol::command::RemotingCommand;
 use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
@@ -71,10 +71,10 @@ pub async fn serve(
         return Ok(ok.into());
     }
     let retry = retry_topic_of(shard, &header.group).await?;
-    if retry.perm & PERM_WRITE == 0 {
+    if retry.config.perm & PERM_WRITE == 0 {
         return Err(BrokerError::NoPermission(format!(
             "the topic[{}] sending message is forbidden",
-            retry.topic_name
+            retry.name
         )));
     }
     let offset = header.offset;
@@ -95,12 +95,18 @@ pub async fn serve(
 
 /// `%RETRY%group` as it is, or created with the group's retry queues (Apache's
 /// `createTopicInSendMessageBackMethod`).
-async fn retry_topic_of(shard: &Shard, group: &str) -> BrokerResult<TopicConfig> {
-    let topic = retry_topic(group);
-    shard
-        .topic_for_send(&topic, "", 1)
-        .await?
-        .ok_or_else(|| BrokerError::Illegal(format!("topic[{topic}] not exist")))
+async fn retry_topic_of(shard: &Shard, group: &str) -> BrokerResult<RetryTopic> {
+    let name = retry_topic(group);
+    match shard.topic_for_send(&name, "", 1).await? {
+        Some(config) => Ok(RetryTopic { name, config }),
+        None => Err(BrokerError::Illegal(format!("topic[{name}] not exist"))),
+    }
+}
+
+/// A group's retry topic, as a send back reads it.
+struct RetryTopic {
+    name: String,
+    config: SendTopic,
 }
 
 /// A queue of `retry` with the copy's delay, or the DLQ once the message has been retried
@@ -109,7 +115,7 @@ async fn destination(
     shard: &Shard,
     header: &ConsumerSendMsgBackRequestHeader,
     group: &SubscriptionGroupConfig,
-    retry: &TopicConfig,
+    retry: &RetryTopic,
     original: &RecordView,
 ) -> BrokerResult<Destination> {
     let max_reconsume_times = header.max_reconsume_times.unwrap_or(group.retry_max_times);
@@ -126,9 +132,9 @@ async fn destination(
         asked => asked,
     };
     Ok(Destination {
-        topic: retry.topic_name.clone(),
+        topic: retry.name.clone(),
         // The topic's own queue count: it may predate the group's retryQueueNums.
-        queue_id: shard.pick_queue(retry.write_queue_nums),
+        queue_id: shard.pick_queue(retry.config.write_queue_nums),
         delay_level,
     })
 }

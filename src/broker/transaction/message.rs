@@ -8,8 +8,8 @@
 
 use crate::broker::control::topics::TRANS_CHECK_MAX_TIME_TOPIC;
 use crate::protocol::message::record::{
-    encode, find_property, format_properties, parse_properties, property, sys_flag, Message,
-    RecordError, RecordView, StoreFields, TransactionType,
+    encode, find_properties, find_property, format_properties, parse_properties, property,
+    sys_flag, Message, RecordError, RecordView, StoreFields, TransactionType,
 };
 use bytes::Bytes;
 use ringmq_shards::schedule::property_name::{DELAY, REAL_QID, REAL_TOPIC};
@@ -49,9 +49,9 @@ pub enum SendKind {
 /// prepared without the property (Apache stores that one where no consumer reads it), so that
 /// nothing undecided is ever delivered.
 pub fn send_kind(sys_flag: i32, properties: &str, reconsume_times: i32) -> SendKind {
-    let prepared = find_property(properties, TRANSACTION_PREPARED)
-        .is_some_and(|flag| flag.eq_ignore_ascii_case("true"));
-    let delayed = find_property(properties, DELAY)
+    let [prepared, delayed] = find_properties(properties, [TRANSACTION_PREPARED, DELAY]);
+    let prepared = prepared.is_some_and(|flag| flag.eq_ignore_ascii_case("true"));
+    let delayed = delayed
         .and_then(|level| level.parse::<i32>().ok())
         .is_some_and(|level| level > 0);
     match TransactionType::of(sys_flag) {

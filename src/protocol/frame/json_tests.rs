@@ -8,9 +8,9 @@ fn ext_of(header: &str) -> Result<ExtFields, FrameError> {
 }
 
 #[test]
-fn escaped_values_resolve_to_their_text_and_plain_ones_point_into_the_header() {
+fn escaped_values_resolve_to_their_text_and_long_plain_ones_point_into_the_header() {
     let header = Bytes::from_static(
-        br#"{"code":310,"extFields":{"i":"TAGS\u0001a\u0002KEYS\u0001k \"q\" \\ \/ \n\t\u00e9\ud83d\ude00\u0002","b":"TopicTest"}}"#,
+        br#"{"code":310,"extFields":{"i":"TAGS\u0001a\u0002KEYS\u0001k \"q\" \\ \/ \n\t\u00e9\ud83d\ude00\u0002","b":"TopicTest-named-longer-than-an-inline-text","c":"TBW102"}}"#,
     );
     let ext = decode(header.clone(), Bytes::new()).unwrap().ext_fields;
     assert_eq!(
@@ -19,6 +19,10 @@ fn escaped_values_resolve_to_their_text_and_plain_ones_point_into_the_header() {
     );
     let topic = ext.get("b").unwrap();
     assert!(header.as_ptr_range().contains(&topic.as_ptr()), "no copy");
+    // A short one is copied inline (no count on the header's buffer).
+    let short = ext.get("c").unwrap();
+    assert_eq!(short, "TBW102");
+    assert!(!header.as_ptr_range().contains(&short.as_ptr()));
 }
 
 #[test]

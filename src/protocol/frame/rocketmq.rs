@@ -109,7 +109,7 @@ impl Reader<'_> {
     fn text(&mut self, field: &'static str, len: i64, limit: usize) -> Result<Text, FrameError> {
         let len = checked_len(field, len, limit)?;
         let (start, end) = self.span(field, len)?;
-        Ok(Text::shared(self.header.slice(start..end)))
+        Ok(Text::from_frame(self.header, start..end))
     }
 }
 
