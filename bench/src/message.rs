@@ -99,8 +99,9 @@ impl SendTemplate {
             std::process::id(),
             thread as i32,
         );
+        let topic = Bytes::from(topic);
         Self {
-            topic: Text::shared(Bytes::from(topic)),
+            topic: Text::from_frame(&topic, 0..topic.len()),
             size,
             batch,
             uniq_keys,
