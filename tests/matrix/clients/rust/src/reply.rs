@@ -88,14 +88,15 @@ async fn ask_all(env: &Env, requester: &DefaultMQProducer, answered: &Answered) 
 
 /// The responder's side: one reply per request, made by the client's helper.
 async fn answer(replier: &DefaultMQProducer, request: &Message, answered: &Answered) -> Res<()> {
-    let body = [REPLY_PREFIX, body_of(request).as_slice()].concat();
+    let request_body = body_of(request);
+    let body = [REPLY_PREFIX, request_body.as_slice()].concat();
     let reply = MessageUtil::create_reply_message(request, &body).ctx("create reply message")?;
     let correlation = property(request, PROPERTY_CORRELATION_ID)
         .ok_or_else(|| Outcome::Fail("a request arrived without CORRELATION_ID".into()))?;
     answered
         .lock()
         .expect("answered lock")
-        .insert(body_of(request), correlation);
+        .insert(request_body, correlation);
     send(replier, reply).await.map(|_| ())
 }
 
